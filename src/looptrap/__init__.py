@@ -1,0 +1,51 @@
+"""looptrap: catch LLM agents in tool-call loops as the loops form, and get them out.
+
+Start with :class:`Guard`: ``check`` before a tool call, ``record`` after it, ``end_turn`` once per turn.
+"""
+
+from looptrap.core import outcome
+from looptrap.core.budgets import Budgets
+from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
+from looptrap.core.engine import Engine
+from looptrap.core.errors import LoopHalted, LooptrapError
+from looptrap.core.escalation import Escalation
+from looptrap.core.guard import Guard
+from looptrap.core.outcome import Outcome
+from looptrap.core.report import report_blocked_schema, report_blocked_tool
+from looptrap.core.state import SessionState, StateVersionError
+from looptrap.core.types import ACTIONS, Action, Call, Signal, Verdict
+from looptrap.detectors import Cycle, Detector, Drift, ErrorRepeat, NoAction, NoProgress, Rate, Repeat
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ACTIONS",
+    "Action",
+    "Budgets",
+    "Call",
+    "Cycle",
+    "Detector",
+    "Drift",
+    "Engine",
+    "ErrorRepeat",
+    "Escalation",
+    "Guard",
+    "GuardConfig",
+    "LoopHalted",
+    "LooptrapError",
+    "NoAction",
+    "NoProgress",
+    "Outcome",
+    "Rate",
+    "Repeat",
+    "SessionState",
+    "Signal",
+    "StateVersionError",
+    "ToolPolicy",
+    "Verdict",
+    "__version__",
+    "default_detectors",
+    "outcome",
+    "report_blocked_schema",
+    "report_blocked_tool",
+]

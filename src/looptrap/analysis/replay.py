@@ -1,0 +1,179 @@
+"""Replay: run recorded sessions through the same engine the live guard uses, and report when and why it
+would have intervened. What-if semantics: the recorded run goes on after advice and blocks (each is
+reported); after a halt the session's calls are still counted but no further signals are reported."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from looptrap.analysis.trace import Event
+from looptrap.core.config import GuardConfig
+from looptrap.core.engine import Engine
+from looptrap.core.state import SessionState
+from looptrap.core.types import ALLOW, Call, Verdict
+
+__all__ = ["Replayer", "SessionReport", "replay"]
+
+log = logging.getLogger("looptrap.replay")
+MAX_SIGNALS = 200
+
+
+@dataclass(slots=True)
+class SessionReport:
+    """What the guard would have done in one session."""
+
+    session: str
+    tool_calls: int = 0
+    signals: list[dict[str, Any]] = field(default_factory=list)
+    first_signal: dict[str, Any] | None = None
+    first_intervention: dict[str, Any] | None = None
+    halted_at: dict[str, Any] | None = None
+    signals_dropped: int = 0
+    orphan_results: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` line for this session (the public report format)."""
+        out: dict[str, Any] = {
+            "session": self.session,
+            "tool_calls": self.tool_calls,
+            "first_signal": self.first_signal,
+            "first_intervention": self.first_intervention,
+            "halted_at": self.halted_at,
+            "signals": self.signals,
+        }
+        if self.signals_dropped:
+            out["signals_dropped"] = self.signals_dropped
+        if self.orphan_results:
+            out["orphan_results"] = self.orphan_results
+        return out
+
+
+class _Session:
+    __slots__ = ("by_id", "by_tool", "report", "state", "text")
+
+    def __init__(self, name: str) -> None:
+        self.state = SessionState(run_id=name)
+        self.report = SessionReport(name)
+        self.by_id: dict[str, Call] = {}
+        self.by_tool: dict[str, list[Call]] = {}
+        self.text: str | None = None
+
+
+class Replayer:
+    """Feeds events to per-session states sharing one engine. Memory: one bounded state per session."""
+
+    def __init__(self, config: GuardConfig | None = None) -> None:
+        self.engine = Engine(config)
+        self.sessions: dict[str, _Session] = {}
+        self.unknown_types: set[str] = set()
+
+    def feed(self, event: Event) -> None:
+        """Process one event."""
+        s = self.sessions.get(event.session)
+        if s is None:
+            s = self.sessions[event.session] = _Session(event.session)
+        handler = _HANDLERS.get(event.type)
+        if handler is None:
+            if event.type not in self.unknown_types:
+                self.unknown_types.add(event.type)
+                log.warning("unknown event type %r skipped (warned once)", event.type)
+            return
+        handler(self, s, event)
+
+    def reports(self) -> list[SessionReport]:
+        """Per-session reports, in order of first appearance."""
+        return [s.report for s in self.sessions.values()]
+
+    # -- handlers -----------------------------------------------------------------------------------
+    def _tool_call(self, s: _Session, ev: Event) -> None:
+        d = ev.data
+        tool = d["tool"]
+        call = self.engine.call(tool, d.get("args"), at=ev.ts)
+        call, verdict = self.engine.check(s.state, call, ev.ts)
+        s.report.tool_calls += 1
+        call_id = d.get("call_id")
+        if isinstance(call_id, str) and call_id:
+            s.by_id[call_id] = call
+            if len(s.by_id) > 1024:
+                del s.by_id[next(iter(s.by_id))]
+        else:
+            stack = s.by_tool.setdefault(tool, [])
+            stack.append(call)
+            del stack[:-64]
+        self._note(s, ev, verdict, tool)
+
+    def _tool_result(self, s: _Session, ev: Event) -> None:
+        d = ev.data
+        call_id = d.get("call_id")
+        call = s.by_id.pop(call_id, None) if isinstance(call_id, str) else None
+        if call is None:
+            stack = s.by_tool.get(d["tool"])
+            if stack:
+                call = stack.pop()
+        if call is None:
+            s.report.orphan_results += 1
+            return
+        self.engine.record(
+            s.state, call, d.get("output"), is_error=bool(d.get("is_error")), usage=d.get("usage"), now=ev.ts
+        )
+
+    def _turn_end(self, s: _Session, ev: Event) -> None:
+        d = ev.data
+        err = d.get("error")
+        verdict = self.engine.end_turn(
+            s.state,
+            progress=d.get("state"),
+            usage=d.get("usage"),
+            text=s.text,
+            error=str(err) if err else None,
+            now=ev.ts,
+        )
+        s.text = None
+        self._note(s, ev, verdict, None)
+
+    def _text(self, s: _Session, ev: Event) -> None:
+        t = ev.data.get("text")
+        s.text = t if isinstance(t, str) else None
+
+    def _note(self, s: _Session, ev: Event, verdict: Verdict, tool: str | None) -> None:
+        r = s.report
+        if verdict is ALLOW or r.halted_at is not None:
+            return
+        item = {
+            "call_index": verdict.call_index,
+            "seq": ev.seq if ev.seq is not None else ev.line,
+            "kind": verdict.kind,
+            "action": verdict.action,
+            "reason": verdict.reason,
+            "tool": tool,
+            "message": verdict.message,
+        }
+        if r.first_signal is None:
+            r.first_signal = item
+        if r.first_intervention is None and verdict.intervenes:
+            r.first_intervention = item
+        if verdict.action == "halt":
+            r.halted_at = item
+        if len(r.signals) < MAX_SIGNALS:
+            r.signals.append(item)
+        else:
+            r.signals_dropped += 1
+
+
+_HANDLERS = {
+    "tool_call": Replayer._tool_call,
+    "tool_result": Replayer._tool_result,
+    "turn_end": Replayer._turn_end,
+    "text": Replayer._text,
+}
+
+
+def replay(events: Iterable[Event], config: GuardConfig | None = None) -> list[SessionReport]:
+    """Replay events (from :func:`looptrap.analysis.trace.iter_events`) and return per-session reports."""
+    r = Replayer(config)
+    for ev in events:
+        r.feed(ev)
+    return r.reports()

@@ -1,0 +1,1 @@
+"""The core: vocabulary, signatures, state, configuration, the decision engine and the Guard driver."""

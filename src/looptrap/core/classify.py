@@ -1,0 +1,403 @@
+"""Heuristics: which calls change state (mutating) and what a result says (empty, acknowledgement, pending).
+
+Every heuristic here can be overridden per tool through :class:`looptrap.ToolPolicy`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ARG_KEYS", "ResultFacts", "is_mutating", "result_facts", "shell_command_mutates"]
+
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+#: Name tokens (of a tool, or of an editor/HTTP sub-command) that change state when they succeed.
+MUTATING_WORDS = frozenset(
+    [
+        "write",
+        "edit",
+        "patch",
+        "create",
+        "delete",
+        "del",
+        "remove",
+        "rm",
+        "move",
+        "mv",
+        "rename",
+        "commit",
+        "send",
+        "post",
+        "put",
+        "update",
+        "insert",
+        "upload",
+        "save",
+        "set",
+        "apply",
+        "append",
+        "replace",
+        "str_replace",
+        "undo_edit",
+        "deploy",
+        "publish",
+        "merge",
+        "push",
+        "modify",
+        "add",
+        "mkdir",
+        "touch",
+        "install",
+        "uninstall",
+        "submit",
+        "store",
+        "drop",
+        "truncate",
+        "reset",
+        "revert",
+        "restore",
+        "approve",
+        "reject",
+        "cancel",
+        "assign",
+        "book",
+        "pay",
+        "transfer",
+        "archive",
+        "enable",
+        "disable",
+        "start",
+        "stop",
+        "restart",
+        "kill",
+        "upsert",
+        "overwrite",
+        "copy",
+        "cp",
+        "rollback",
+        "migrate",
+    ]
+)
+#: Sub-command words that only read (checked before the tool name's own tokens).
+READ_WORDS = frozenset(
+    [
+        "view",
+        "read",
+        "get",
+        "list",
+        "show",
+        "search",
+        "find",
+        "cat",
+        "open",
+        "head",
+        "tail",
+        "grep",
+        "ls",
+        "query",
+        "fetch",
+        "describe",
+        "inspect",
+        "status",
+    ]
+)
+_SHELL_TOOLS = frozenset(
+    [
+        "bash",
+        "sh",
+        "zsh",
+        "shell",
+        "terminal",
+        "run_command",
+        "execute_command",
+        "run_shell_command",
+        "exec",
+        "execute",
+        "run_terminal_cmd",
+        "shell_exec",
+        "run_bash",
+        "bash_command",
+        "command",
+        "cmd",
+        "powershell",
+        "run_in_terminal",
+        "local_shell",
+    ]
+)
+_COMMAND_KEYS = ("command", "cmd", "script", "commands")
+_SUBCOMMAND_KEYS = ("command", "action", "operation", "op", "mode", "method", "subcommand")
+#: Argument keys whose values can change the mutating verdict of a call (checked per call).
+ARG_KEYS = frozenset(_COMMAND_KEYS + _SUBCOMMAND_KEYS)
+
+_SHELL_WRITERS = frozenset(
+    [
+        "rm",
+        "rmdir",
+        "mv",
+        "cp",
+        "mkdir",
+        "touch",
+        "tee",
+        "patch",
+        "ln",
+        "chmod",
+        "chown",
+        "truncate",
+        "dd",
+        "install",
+        "unzip",
+        "ed",
+        "ex",
+        "rsync",
+        "shred",
+    ]
+)
+_GIT_WRITERS = frozenset(
+    [
+        "commit",
+        "apply",
+        "checkout",
+        "reset",
+        "add",
+        "mv",
+        "rm",
+        "stash",
+        "merge",
+        "rebase",
+        "cherry-pick",
+        "am",
+        "restore",
+        "switch",
+        "pull",
+        "push",
+        "clean",
+        "init",
+        "clone",
+        "tag",
+        "revert",
+    ]
+)
+_PKG_TOOLS = frozenset(
+    ["pip", "pip3", "npm", "pnpm", "yarn", "uv", "poetry", "apt", "apt-get", "conda", "brew", "cargo", "gem", "go"]
+)
+_PKG_WRITERS = frozenset(["install", "uninstall", "add", "remove", "update", "upgrade", "sync", "get"])
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n&]")
+_REDIRECT = re.compile(r"(?<![<&0-9])(?:[0-9]?>>?|&>>?)\s*(?!&)(?!\s*/dev/(?:null|stdout|stderr)\b)\S")
+_PY_WRITE = re.compile(
+    r"open\([^)]*['\"][wax]b?\+?['\"]|\.write_(?:text|bytes)\(|\.write\(|shutil\.|os\.(?:remove|unlink|rename|makedirs|mkdir)"
+)
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_WRAPPERS = frozenset(["sudo", "timeout", "env", "nohup", "time", "nice", "xargs"])
+
+
+def _tokens(name: str) -> list[str]:
+    return [t.lower() for t in _WORD_SPLIT.split(name) if t]
+
+
+def _words_mutate(name: str) -> bool | None:
+    low = name.lower()
+    if low in MUTATING_WORDS:
+        return True
+    if low in READ_WORDS:
+        return False
+    toks = _tokens(name)
+    if any(t in MUTATING_WORDS for t in toks):
+        return True
+    if any(t in READ_WORDS for t in toks):
+        return False
+    return None
+
+
+def _strip_heredocs(cmd: str) -> str:
+    m = _HEREDOC.search(cmd)
+    if not m:
+        return cmd
+    head_end = cmd.find("\n", m.end())
+    if head_end < 0:
+        return cmd
+    marker = m.group(2)
+    end = re.search(rf"^\s*{re.escape(marker)}\s*$", cmd[head_end + 1 :], re.MULTILINE)
+    rest = cmd[head_end + 1 + end.end() :] if end else ""
+    return cmd[:head_end] + "\n" + _strip_heredocs(rest)
+
+
+def shell_command_mutates(cmd: str) -> bool:
+    """Whether a shell command line writes: a redirect to a file, or a writing command in any segment."""
+    body = _strip_heredocs(cmd)
+    py_write = _PY_WRITE.search(body) is not None
+    plain = _QUOTED.sub("''", body)
+    if _REDIRECT.search(plain):
+        return True
+    for seg in _SEGMENTS.split(plain):
+        words = seg.split()
+        while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS or words[0].isdigit()):
+            words = words[1:]
+        if not words:
+            continue
+        head = words[0].rsplit("/", 1)[-1]
+        if head in _SHELL_WRITERS:
+            return True
+        if head in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:]):
+            return True
+        if head == "git" and any(w in _GIT_WRITERS for w in words[1:3]):
+            return True
+        if head in _PKG_TOOLS and any(w in _PKG_WRITERS for w in words[1:3]):
+            return True
+        if head.startswith("python") and ("pip" in words[1:3] and "install" in words):
+            return True
+        if head.startswith("python") and py_write:
+            return True
+    return False
+
+
+def is_mutating(tool: str, args: Any) -> bool:
+    """Default guess: does a successful call of ``tool`` with ``args`` change state?
+
+    Shell tools are judged by their command line; tools with a sub-command argument (an editor's
+    ``command="view"``, an HTTP ``method``) by that word; everything else by the words in its name.
+    """
+    if isinstance(args, Mapping):
+        low = tool.lower()
+        for key in _COMMAND_KEYS:
+            cmd = args.get(key)
+            if isinstance(cmd, str) and (low in _SHELL_TOOLS or " " in cmd.strip()):
+                return shell_command_mutates(cmd)
+            if isinstance(cmd, list) and low in _SHELL_TOOLS and all(isinstance(c, str) for c in cmd):
+                return shell_command_mutates(" ".join(cmd))
+        for key in _SUBCOMMAND_KEYS:
+            sub = args.get(key)
+            if isinstance(sub, str) and sub and " " not in sub:
+                verdict = _words_mutate(sub)
+                if verdict is not None:
+                    return verdict
+    elif isinstance(args, str) and tool.lower() in _SHELL_TOOLS:
+        return shell_command_mutates(args)
+    return bool(_words_mutate(tool))
+
+
+_EMPTY_TEXT = re.compile(
+    r"""^\W*(?:
+        no\s+(?:results?|matches|match|items?|records?|entries|documents?|files?|hits|data|rows|orders?|users?)
+            (?:\s+(?:were\s+)?found)?(?:\s+for\b.*)?
+      | (?:0|zero)\s+(?:results?|matches|items?|records?|hits|rows|documents?)(?:\s+found)?(?:\s+for\b.*)?
+      | (?:\S+\s+){0,6}not\s+found\b.*
+      | nothing\s+(?:found|matched|to\s+show)\b.*
+      | (?:did\s+not|didn't)\s+match\s+any\b.*
+      | (?:none|null|nil|empty|n/a|\[\]|\{\})
+      | .{0,80}\b(?:returned|found|yielded)\s+(?:no|0|zero)\s+(?:results?|matches|items?|records?|hits|rows)\b.*
+    )\W*$""",
+    re.IGNORECASE | re.VERBOSE | re.DOTALL,
+)
+_ACK_TEXT = re.compile(
+    r"^\W*(?:ok(?:ay)?|done|sent|success(?:ful(?:ly)?)?|succeeded|created|saved|updated|deleted|written|"
+    r"accepted|queued|true|ack(?:nowledged)?|completed?|applied|added|removed|posted|stored)"
+    r"(?:\s+(?:successfully|ok))?\W*$",
+    re.IGNORECASE,
+)
+_PENDING_TEXT = re.compile(
+    r"\b(?:pending|running|in[ _-]progress|queued|processing|not\s+(?:yet\s+)?ready|waiting|starting|"
+    r"initializing|scheduled|building|deploying|provisioning)\b",
+    re.IGNORECASE,
+)
+_COLLECTION_KEYS = ("results", "items", "data", "hits", "documents", "matches", "records", "entries", "rows")
+_COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
+_SHORT = 300
+
+
+class ResultFacts:
+    """What a result says, as bit flags (cheap to store in history entries)."""
+
+    ERROR = 1
+    EMPTY = 2
+    ACK = 4
+    PENDING = 8
+    NON_RETRYABLE = 16
+    RETRYABLE = 32
+
+
+_STATUS_ERROR = frozenset({"error", "failed", "failure"})
+_STATUS_EMPTY = frozenset({"not_found", "empty", "no_results"})
+_OUTCOME_STATUSES = _STATUS_ERROR | _STATUS_EMPTY | {"success", "partial"}
+
+
+def result_facts(result: Any, is_error: bool) -> int:
+    """Flags for a tool result: error, empty ("nothing found"), acknowledgement, pending, retryability.
+
+    A result that follows the outcome protocol (a mapping with ``status`` and optionally ``retryable``) is
+    read first; plain text and collections fall back to the heuristics above.
+    """
+    f = ResultFacts.ERROR if is_error else 0
+    if result is None:
+        return f | ResultFacts.EMPTY
+    if isinstance(result, str):
+        return f | _text_facts(result)
+    if isinstance(result, Mapping):
+        status = result.get("status")
+        if isinstance(status, str) and ("retryable" in result or status.lower() in _OUTCOME_STATUSES):
+            return f | _outcome_facts(result, status)
+        return f | _mapping_facts(result)
+    if isinstance(result, (list, tuple, set, frozenset)):
+        return f | (ResultFacts.EMPTY if len(result) == 0 else 0)
+    status = getattr(result, "status", None)
+    if isinstance(status, str) and hasattr(result, "retryable"):
+        return f | _outcome_facts(
+            {"status": status, "retryable": getattr(result, "retryable", None), "data": getattr(result, "data", None)},
+            status,
+        )
+    return f
+
+
+def _text_facts(text: str) -> int:
+    if len(text) > _SHORT:
+        return 0
+    if not text.strip():
+        return ResultFacts.EMPTY
+    if _EMPTY_TEXT.match(text):
+        return ResultFacts.EMPTY
+    if len(text) <= 64 and _ACK_TEXT.match(text):
+        return ResultFacts.ACK
+    if _PENDING_TEXT.search(text):
+        return ResultFacts.PENDING
+    return 0
+
+
+def _outcome_facts(result: Mapping[str, Any], status: str) -> int:
+    f = 0
+    status = status.lower()
+    if status in _STATUS_ERROR:
+        f |= ResultFacts.ERROR
+    elif status in _STATUS_EMPTY:
+        f |= ResultFacts.EMPTY
+    elif status == "success" and result.get("data") in (None, "", [], {}):
+        f |= ResultFacts.ACK
+    elif status in ("pending", "running", "in_progress"):
+        f |= ResultFacts.PENDING
+    retry = result.get("retryable")
+    if retry is False:
+        f |= ResultFacts.NON_RETRYABLE
+    elif retry is True:
+        f |= ResultFacts.RETRYABLE
+    return f
+
+
+def _mapping_facts(result: Mapping[str, Any]) -> int:
+    if not result:
+        return ResultFacts.EMPTY
+    present = [k for k in _COLLECTION_KEYS if k in result]
+    if present and all(isinstance(result[k], (list, tuple)) and not result[k] for k in present):
+        return ResultFacts.EMPTY
+    counts = [result[k] for k in _COUNT_KEYS if isinstance(result.get(k), int) and not isinstance(result[k], bool)]
+    if counts and all(c == 0 for c in counts) and not any(result.get(k) for k in _COLLECTION_KEYS):
+        return ResultFacts.EMPTY
+    status = result.get("status")
+    if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):
+        return ResultFacts.ACK
+    if isinstance(status, str) and _PENDING_TEXT.search(status):
+        return ResultFacts.PENDING
+    if result.get("ok") is False or result.get("error") not in (None, False, ""):
+        return ResultFacts.ERROR
+    return 0

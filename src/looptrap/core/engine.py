@@ -1,0 +1,330 @@
+"""The decision core: functions of (configuration, session state, input, time), with no I/O.
+
+The same engine serves a plain ``Guard``, async code, framework middlewares, hook processes, an MCP
+proxy and offline replay. It updates the ``SessionState`` it is given in place and returns verdicts;
+clocks, locks, logging and stores live in the drivers around it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+import xxhash
+
+from looptrap.core.classify import ARG_KEYS, is_mutating, result_facts
+from looptrap.core.config import GuardConfig
+from looptrap.core.signature import Canonicaliser, digest_text
+from looptrap.core.state import PREVIEWS, TOOLS, Entry, Flag, SessionState
+from looptrap.core.types import ALLOW, Call, Signal, Verdict
+from looptrap.core.volatile import text_scrubber
+from looptrap.detectors.base import Detector, TurnEnd
+
+__all__ = ["Engine", "Usage", "read_usage"]
+
+PREVIEW_CHARS = 120
+_LONG = 64
+_MAX_RESULT_TEXT = 1 << 20  # results above 1 MiB are hashed as they are, without volatile scrubbing
+
+Usage = tuple[int, float | None]
+
+
+def read_usage(usage: Any) -> Usage | None:
+    """Tokens and cost from a usage report: a mapping or an object with ``input_tokens``, ``output_tokens``
+    (or ``total_tokens``) and ``cost_usd`` (or ``cost``). Unknown shapes count as nothing."""
+    if usage is None:
+        return None
+
+    def get(name: str) -> Any:
+        if isinstance(usage, Mapping):
+            return usage.get(name)
+        return getattr(usage, name, None)
+
+    def num(v: Any) -> float | None:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
+            return None
+        return float(v)
+
+    total = num(get("total_tokens"))
+    if total is None:
+        parts = [num(get(k)) for k in ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")]
+        total = sum(p for p in parts if p is not None)
+    cost = num(get("cost_usd"))
+    if cost is None:
+        cost = num(get("cost"))
+    return int(total), cost
+
+
+class _ToolPlan:
+    """Everything resolved once per tool name: its policy, canonicaliser and active detectors."""
+
+    __slots__ = ("canon", "checkers", "exempt", "name_mutates", "policy", "tool_key")
+
+    def __init__(self, tool: str, config: GuardConfig) -> None:
+        self.policy = config.policy(tool)
+        self.exempt = self.policy.exempt
+        self.canon = config.arg_canonicaliser(self.policy)
+        off = self.policy.disable
+        self.checkers = tuple(d for d in config.detectors if d.name not in off and type(d).check is not Detector.check)
+        self.name_mutates = is_mutating(tool, None)
+        self.tool_key = tool.encode("utf-8", "surrogatepass") + b"\x00"
+
+
+class Engine:
+    """Pure decision logic for one configuration, shared by any number of sessions."""
+
+    def __init__(self, config: GuardConfig | None = None) -> None:
+        self.config = config or GuardConfig()
+        self._plans: dict[str, _ToolPlan] = {}
+        self._result_canon: Canonicaliser = self.config.result_canonicaliser()
+        self._scrub = text_scrubber(self.config.result_volatile_text)
+        ds = self.config.detectors
+        self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
+        self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
+        self._mutating_cache: dict[int, bool] = {}
+        budgets = self.config.budgets
+        self._budgets = (
+            budgets
+            if any(
+                v is not None
+                for v in (
+                    budgets.max_turns,
+                    budgets.max_tool_calls,
+                    budgets.max_calls_per_tool,
+                    budgets.max_tokens,
+                    budgets.max_cost_usd,
+                    budgets.max_seconds,
+                )
+            )
+            else None
+        )
+
+    # -- calls --------------------------------------------------------------------------------------
+    def plan(self, tool: str) -> _ToolPlan:
+        p = self._plans.get(tool)
+        if p is None:
+            p = _ToolPlan(tool, self.config)
+            if len(self._plans) < 4096:
+                self._plans[tool] = p
+        return p
+
+    def call(self, tool: str, args: Any, *, at: float | None = None) -> Call:
+        """The canonical call: signature digest, short preview and mutating guess. Never raises."""
+        if type(tool) is not str:
+            tool = str(tool)
+        p = self.plan(tool)
+        pol = p.policy
+        basis = args
+        if pol.key is not None:
+            try:
+                basis = pol.key(args)
+            except Exception:  # noqa: BLE001 - a broken key function must not break the agent
+                basis = {"$key_error": True, "args": args}
+        elif pol.keys is not None and isinstance(args, Mapping):
+            basis = {k: args[k] for k in pol.keys if k in args}
+        data = p.canon.encode(basis)
+        digest = xxhash.xxh3_64_intdigest(p.tool_key + data)
+        preview = ""
+        if self.config.previews:
+            text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
+            preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
+        return Call(tool, digest, preview, self._mutating(tool, args, digest, p), at=at)
+
+    def _mutating(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> bool:
+        rule = p.policy.mutating
+        if rule is not None:
+            if isinstance(rule, bool):
+                return rule
+            try:
+                return bool(rule(tool, args))
+            except Exception:  # noqa: BLE001 - a broken rule: fall back to the heuristic
+                pass
+        if not (isinstance(args, Mapping) and any(k in args for k in ARG_KEYS)) and not isinstance(args, str):
+            return p.name_mutates
+        hit = self._mutating_cache.get(digest)
+        if hit is None:
+            hit = is_mutating(tool, args)
+            if len(self._mutating_cache) >= 8192:
+                self._mutating_cache.clear()
+            self._mutating_cache[digest] = hit
+        return hit
+
+    def check(self, state: SessionState, call: Call, now: float | None = None) -> tuple[Call, Verdict]:
+        """Before a call runs: count it, and decide. Returns the call (with its index) and the verdict."""
+        state.calls += 1
+        state.turn_calls += 1
+        call = Call(call.tool, call.digest, call.preview, call.mutating, state.calls, call.at)
+        if state.started is None and now is not None:
+            state.started = now
+        per = state.per_tool
+        if call.tool in per:
+            per[call.tool] += 1
+        elif len(per) < TOOLS:
+            per[call.tool] = 1
+        if call.preview:
+            state.remember(state.previews, call.digest, call.preview, PREVIEWS)
+        if state.halted is not None:
+            return call, self._halted(state, call.index)
+        signals: list[Signal] = self._budgets.check_call(state, call.tool, now) if self._budgets else []
+        p = self.plan(call.tool)
+        if not p.exempt:
+            for d in p.checkers:
+                s = d.check(call, state, p.policy)
+                if s is not None:
+                    signals.append(s)
+        if not signals:
+            return call, ALLOW
+        return call, self.config.escalation.decide(state, signals, call.index, self.config.report_tool)
+
+    def record(
+        self,
+        state: SessionState,
+        call: Call,
+        result: Any,
+        *,
+        is_error: bool = False,
+        usage: Any = None,
+        now: float | None = None,
+    ) -> Entry:
+        """After a call ran: remember its outcome. Returns the history entry."""
+        self._add_usage(state, usage)
+        flags = result_facts(result, is_error)
+        rd, size = self._result_digest(result)
+        if size > _LONG:
+            flags |= Flag.LONG
+        if call.index == 0:  # recorded without a check (e.g. a replayed result): still counts as a call
+            state.calls += 1
+            call = Call(call.tool, call.digest, call.preview, call.mutating, state.calls, call.at)
+        p = self.plan(call.tool)
+        if call.mutating and not flags & Flag.ERROR:
+            flags |= Flag.MUTATED | Flag.NOVEL
+            state.new_epoch()
+            for d in self.config.detectors:
+                d.reset(state)
+        else:
+            seen = state.seen
+            if seen.get(call.digest) == rd:
+                flags |= Flag.STALE
+                state.stale_run += 1
+            else:
+                state.stale_run = 0
+            state.remember(seen, call.digest, rd)
+            rkey = rd ^ xxhash.xxh3_64_intdigest(p.tool_key)
+            if rkey not in state.results:
+                flags |= Flag.NOVEL
+                state.remember(state.results, rkey, 1)
+        if p.exempt:
+            flags &= ~Flag.STALE
+            state.stale_run = 0
+        entry = Entry(call.digest, call.tool, rd, flags, call.index)
+        state.history.append(entry)
+        if flags & (Flag.ERROR | Flag.EMPTY) and self.config.previews and rd not in state.previews:
+            state.remember(state.previews, rd, _excerpt(result), PREVIEWS)
+        if not p.exempt:
+            for d in self._observers:
+                d.observe(entry, state, now)
+        if flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE)):
+            self.config.escalation.on_clean(state)
+        return entry
+
+    def _result_digest(self, result: Any) -> tuple[int, int]:
+        if type(result) is str:
+            size = len(result)
+            if size > _MAX_RESULT_TEXT or self._scrub is None:
+                return digest_text(result), size
+            text = result if result.isascii() else unicodedata.normalize("NFC", result)
+            return digest_text(self._scrub(text)), size
+        data = self._result_canon.encode(result)
+        return xxhash.xxh3_64_intdigest(data), len(data)
+
+    # -- turns --------------------------------------------------------------------------------------
+    def end_turn(
+        self,
+        state: SessionState,
+        *,
+        progress: Any = None,
+        usage: Any = None,
+        text: str | None = None,
+        error: str | None = None,
+        now: float | None = None,
+    ) -> Verdict:
+        """At the end of a model turn: count it, check budgets and turn-level detectors."""
+        state.turn += 1
+        got = self._add_usage(state, usage)
+        fingerprint = None
+        if progress is not None:
+            fingerprint = xxhash.xxh3_64_intdigest(self._result_canon.encode(progress))
+        turn = TurnEnd(
+            tool_calls=state.turn_calls,
+            state_digest=fingerprint,
+            text_digest=digest_text(text) if text else None,
+            error=error,
+            call_index=state.calls,
+        )
+        state.turn_calls = 0
+        if state.halted is not None:
+            return self._halted(state, state.calls)
+        cost_unknown = got is not None and got[1] is None and got[0] > 0
+        signals = self._budgets.check_turn(state, now, cost_unknown) if self._budgets else []
+        for d in self._turn_detectors:
+            s = d.end_turn(turn, state)
+            if s is not None:
+                signals.append(s)
+        if not signals:
+            return ALLOW
+        return self.config.escalation.decide(state, signals, state.calls, self.config.report_tool)
+
+    def _add_usage(self, state: SessionState, usage: Any) -> Usage | None:
+        got = read_usage(usage)
+        if got is not None:
+            state.tokens += got[0]
+            if got[1] is not None:
+                state.cost = round(state.cost + got[1], 10)
+        return got
+
+    def new_task(self, state: SessionState) -> None:
+        """A new user request: repetition memory starts over, budgets do not."""
+        state.forget_repetition()
+
+    # -- the honest way out -------------------------------------------------------------------------
+    def report_blocked(self, state: SessionState, tried: list[str], needed: str) -> Verdict:
+        """The model reported that it cannot go on: record it and halt cleanly (reason ``reported_blocked``)."""
+        state.needed.append(needed[:500])
+        del state.needed[:-32]
+        summary = "tried: " + ", ".join(t[:200] for t in tried[:20])
+        message = f"Reported blocked. Needed: {needed[:500]}"
+        state.halted = {"reason": "reported_blocked", "kind": "report_blocked", "message": message, "summary": summary}
+        return Verdict(
+            action="halt",
+            kind="report_blocked",
+            reason="reported_blocked",
+            message=message,
+            summary=summary,
+            call_index=state.calls,
+        )
+
+    def _halted(self, state: SessionState, index: int) -> Verdict:
+        h = state.halted or {}
+        return Verdict(
+            action="halt",
+            kind=h.get("kind"),
+            reason=h.get("reason"),
+            message=h.get("message", ""),
+            summary=h.get("summary", ""),
+            call_index=index,
+        )
+
+
+def _excerpt(result: Any) -> str:
+    if isinstance(result, str):
+        text = result
+    elif isinstance(result, Mapping) and isinstance(result.get("message"), str):
+        text = result["message"]
+    else:
+        try:
+            text = repr(result)
+        except Exception:  # noqa: BLE001 - a broken __repr__ is not our failure
+            text = type(result).__name__
+    text = " ".join(text.split())
+    return text[:PREVIEW_CHARS] + ("..." if len(text) > PREVIEW_CHARS else "")

@@ -1,0 +1,248 @@
+"""Canonical signatures: turn arbitrary call arguments and tool results into small stable digests.
+
+Rules (documented in docs/signatures.md):
+
+* mapping keys are sorted (nested too); list and tuple order is kept;
+* numbers compare by value: ``1 == 1.0 == Decimal("1")``; NaN and infinities get tagged markers;
+* strings are Unicode NFC, optionally whitespace- and case-folded per tool;
+* volatile keys are dropped (a configurable predicate on the key name);
+* values that are not JSON are canonicalised by type (bytes, sets, dataclasses, pydantic models,
+  datetimes, enums, paths, UUIDs), self-references become a ``{"$cycle": depth}`` marker, anything else
+  falls back to ``{"$repr": "<type>", ...}`` with memory addresses removed from its repr;
+* strings longer than ``HUGE`` characters are replaced by their own digest, so payloads are never kept.
+
+Nothing here raises on user data: an unexpected failure yields the deterministic marker
+``{"$unhashable": "<type>"}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import math
+import re
+import unicodedata
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+import xxhash
+
+__all__ = ["HUGE", "Canonicaliser", "digest_bytes", "digest_text"]
+
+#: Strings longer than this are represented by their digest inside a canonical form.
+HUGE = 4096
+
+_MAX_DEPTH = 48
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+_WS = re.compile(r"\s+")
+_SORT = orjson.OPT_SORT_KEYS
+_INT_MAX = 2**63 - 1
+
+
+def digest_bytes(data: bytes) -> int:
+    """64-bit digest of bytes (xxh3: fast, stable across processes and platforms)."""
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def digest_text(text: str) -> int:
+    """64-bit digest of a string (UTF-8, surrogates escaped so no string can fail)."""
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _huge(s: str) -> dict[str, Any]:
+    return {"$h": format(digest_text(s), "016x"), "$len": len(s)}
+
+
+class Canonicaliser:
+    """Builds the canonical JSON form of a value.
+
+    ``drop_key(name) -> bool`` decides which mapping keys are volatile; ``text(s) -> str`` post-processes
+    every string (folding for arguments, volatile-substring removal for results).
+    """
+
+    __slots__ = ("_drop", "_drop_cache", "_text")
+
+    def __init__(
+        self,
+        drop_key: Callable[[str], bool] | None = None,
+        text: Callable[[str], str] | None = None,
+    ) -> None:
+        self._drop = drop_key
+        self._drop_cache: dict[str, bool] = {}
+        self._text = text
+
+    def dropped(self, key: str) -> bool:
+        """Whether a mapping key is left out (cached per key name)."""
+        if self._drop is None:
+            return False
+        hit = self._drop_cache.get(key)
+        if hit is None:
+            hit = bool(self._drop(key))
+            if len(self._drop_cache) < 4096:
+                self._drop_cache[key] = hit
+        return hit
+
+    def encode(self, value: Any) -> bytes:
+        """Canonical JSON bytes of ``value``; never raises."""
+        try:
+            if type(value) is dict and self._text is None:
+                fast = self._flat(value)
+                if fast is not None:
+                    return fast
+            return orjson.dumps(self.canon(value, 0, ()), option=_SORT)
+        except Exception:  # noqa: BLE001 - any failure on user data must fall back deterministically
+            return orjson.dumps({"$unhashable": _type_name(value)})
+
+    def _flat(self, d: dict[Any, Any]) -> bytes | None:
+        # Fast path for the common case: a flat dict of short ASCII strings, small ints, bools, None.
+        for k, v in d.items():
+            if type(k) is not str or not k.isascii() or self.dropped(k):
+                return None
+            t = type(v)
+            if t is str:
+                if len(v) > HUGE or not v.isascii():
+                    return None
+            elif t is int:
+                if not -_INT_MAX <= v <= _INT_MAX:
+                    return None
+            elif v is not None and t is not bool:
+                return None
+        return orjson.dumps(d, option=_SORT)
+
+    def canon(self, v: Any, depth: int, path: tuple[int, ...]) -> Any:
+        """Canonical plain-JSON value of ``v`` (``path`` holds ids of enclosing containers)."""
+        t = type(v)
+        if t is str:
+            return self._str(v)
+        if v is None or t is bool:
+            return v
+        if t is int:
+            return v if -_INT_MAX <= v <= _INT_MAX else {"$int": str(v)}
+        if t is float:
+            return _float(v)
+        if depth >= _MAX_DEPTH:
+            return {"$deep": _type_name(v)}
+        if t is dict or isinstance(v, Mapping):
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            sub = (*path, id(v))
+            out: dict[str, Any] = {}
+            for k, item in v.items():
+                key = k if type(k) is str else _key(self.canon(k, depth + 1, sub))
+                key = unicodedata.normalize("NFC", key) if not key.isascii() else key
+                if self.dropped(key):
+                    continue
+                out[key] = self.canon(item, depth + 1, sub)
+            return out
+        if t is list or t is tuple:
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            sub = (*path, id(v))
+            return [self.canon(item, depth + 1, sub) for item in v]
+        return self._other(v, t, depth, path)
+
+    def _str(self, s: str) -> Any:
+        if len(s) > HUGE:
+            return _huge(s)
+        if not s.isascii():
+            s = unicodedata.normalize("NFC", s)
+        return self._text(s) if self._text is not None else s
+
+    def _other(self, v: Any, t: type, depth: int, path: tuple[int, ...]) -> Any:
+        if isinstance(v, bool):
+            return bool(v)
+        if isinstance(v, enum.Enum):
+            return self.canon(v.value, depth + 1, path)
+        if isinstance(v, int):
+            return self.canon(int(v), depth, path)
+        if isinstance(v, float):
+            return _float(float(v))
+        if isinstance(v, str):
+            return self._str(str(v))
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            raw = bytes(v)
+            return {"$bytes": format(digest_bytes(raw), "016x"), "$len": len(raw)}
+        if isinstance(v, decimal.Decimal):
+            return _decimal(v)
+        if isinstance(v, (set, frozenset)):
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            sub = (*path, id(v))
+            items = [self.canon(i, depth + 1, sub) for i in v]
+            return {"$set": sorted(items, key=lambda i: orjson.dumps(i, option=_SORT))}
+        if isinstance(v, (list, tuple)):
+            return self.canon(list(v), depth, path)
+        if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+            return {"$dt": v.isoformat()}
+        if isinstance(v, _dt.timedelta):
+            return {"$td": v.total_seconds()}
+        if isinstance(v, (uuid.UUID, PurePath)):
+            return str(v)
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            sub = (*path, id(v))
+            fields = {f.name: self.canon(getattr(v, f.name), depth + 1, sub) for f in dataclasses.fields(v)}
+            return {"$type": _type_name(v), "fields": fields}
+        dump = getattr(v, "model_dump", None)  # pydantic v2, without importing pydantic
+        if callable(dump) and not isinstance(v, type):
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            return {"$type": _type_name(v), "fields": self.canon(dump(), depth + 1, (*path, id(v)))}
+        try:
+            text = _ADDR.sub("", repr(v))
+        except Exception:  # noqa: BLE001 - a broken __repr__ is the user's object, not our failure
+            text = ""
+        return {"$repr": _type_name(v), "text": self._str(text)}
+
+
+def _type_name(v: Any) -> str:
+    t = type(v)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _float(f: float) -> Any:
+    if math.isnan(f):
+        return {"$float": "nan"}
+    if math.isinf(f):
+        return {"$float": "inf" if f > 0 else "-inf"}
+    if f.is_integer() and abs(f) <= _INT_MAX:
+        return int(f)
+    return f
+
+
+def _decimal(d: decimal.Decimal) -> Any:
+    if not d.is_finite():
+        return {"$float": "nan" if d.is_nan() else ("inf" if d > 0 else "-inf")}
+    if d == d.to_integral_value():
+        return _float(float(d)) if abs(d) > _INT_MAX else int(d)
+    f = float(d)
+    if decimal.Decimal(f) == d:
+        return f
+    return {"$decimal": str(d.normalize())}
+
+
+def _key(canon_key: Any) -> str:
+    if type(canon_key) is str:
+        return canon_key
+    return orjson.dumps(canon_key, option=_SORT).decode()
+
+
+def fold_text(*, whitespace: bool, case: bool) -> Callable[[str], str] | None:
+    """String post-processor for per-tool folding, or ``None`` when nothing is folded."""
+    if not whitespace and not case:
+        return None
+
+    def fold(s: str) -> str:
+        if whitespace:
+            s = _WS.sub(" ", s).strip()
+        if case:
+            s = s.casefold()
+        return s
+
+    return fold

@@ -1,0 +1,166 @@
+"""Session state: everything a guard remembers about one session, as compact, bounded, versioned plain data.
+
+The state holds digests, counters and small windows, never payloads (a short preview of recent distinct
+calls is kept for the summaries the model reads; ``GuardConfig(previews=False)`` turns that off). It is
+separate from the configuration, so any process that has the configuration can load a saved state and go on.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = ["STATE_VERSION", "Entry", "Flag", "SessionState", "StateVersionError"]
+
+STATE_VERSION = 1
+
+# Bounds: a session's state never grows past these, whatever the number of calls.
+HISTORY = 64
+SEEN = 1024
+PREVIEWS = 48
+TOOLS = 256
+
+
+class StateVersionError(ValueError):
+    """A saved state was written by an incompatible version of looptrap."""
+
+
+class Flag:
+    """Bit flags of a history entry (the first six mirror :class:`looptrap.core.classify.ResultFacts`)."""
+
+    ERROR = 1
+    EMPTY = 2
+    ACK = 4
+    PENDING = 8
+    NON_RETRYABLE = 16
+    RETRYABLE = 32
+    STALE = 64  # same call, same result, already seen since the last state change
+    MUTATED = 128  # a successful mutating call: starts a new epoch
+    NOVEL = 256  # a result this tool had not returned since the last state change
+    LONG = 512  # a result longer than a short status line
+
+
+class Entry(NamedTuple):
+    """One completed call in the history window."""
+
+    digest: int
+    tool: str
+    result: int
+    flags: int
+    call_index: int
+
+
+def _bounded_put(d: dict[Any, Any], key: Any, value: Any, cap: int) -> None:
+    if key in d:
+        del d[key]  # move to the end: dicts keep insertion order, so the oldest entry is first
+    elif len(d) >= cap:
+        del d[next(iter(d))]
+    d[key] = value
+
+
+@dataclass(slots=True)
+class SessionState:
+    """The memory of one session. Engines update it in place; stores save and load it with ``to_dict``."""
+
+    run_id: str = ""
+    task: int = 0
+    turn: int = 0
+    calls: int = 0
+    turn_calls: int = 0
+    epoch: int = 0
+    level: int = 0
+    clean: int = 0
+    stale_run: int = 0
+    history: deque[Entry] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    seen: dict[int, int] = field(default_factory=dict)
+    results: dict[int, int] = field(default_factory=dict)
+    previews: dict[int, str] = field(default_factory=dict)
+    per_tool: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
+    cost: float = 0.0
+    started: float | None = None
+    slots: dict[str, Any] = field(default_factory=dict)
+    halted: dict[str, Any] | None = None
+    needed: list[str] = field(default_factory=list)
+    warned: list[str] = field(default_factory=list)
+    version: int = STATE_VERSION
+
+    # -- helpers used by the engine ---------------------------------------------------------------
+    def remember(self, d: dict[Any, Any], key: Any, value: Any, cap: int = SEEN) -> None:
+        """Insert into one of the bounded maps, evicting the oldest entry."""
+        _bounded_put(d, key, value, cap)
+
+    def new_epoch(self) -> None:
+        """A state change: nothing seen before it is stale any more."""
+        self.epoch += 1
+        self.seen.clear()
+        self.results.clear()
+        self.stale_run = 0
+
+    def forget_repetition(self) -> None:
+        """Start a new task: repetition memory starts over, budgets do not."""
+        self.task += 1
+        self.turn_calls = 0
+        self.level = 0
+        self.clean = 0
+        self.history.clear()
+        self.previews.clear()
+        self.slots.clear()
+        self.new_epoch()
+        if self.halted is not None and not str(self.halted.get("reason", "")).startswith("budget_"):
+            self.halted = None
+
+    # -- persistence ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (int keys become pairs, so it survives JSON round trips)."""
+        return {
+            "version": self.version,
+            "run_id": self.run_id,
+            "task": self.task,
+            "turn": self.turn,
+            "calls": self.calls,
+            "turn_calls": self.turn_calls,
+            "epoch": self.epoch,
+            "level": self.level,
+            "clean": self.clean,
+            "stale_run": self.stale_run,
+            "history": [list(e) for e in self.history],
+            "seen": list(self.seen.items()),
+            "results": list(self.results.items()),
+            "previews": list(self.previews.items()),
+            "per_tool": self.per_tool,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "started": self.started,
+            "slots": self.slots,
+            "halted": self.halted,
+            "needed": self.needed,
+            "warned": self.warned,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionState:
+        """Load a state saved by ``to_dict``; raises :class:`StateVersionError` for an unknown version."""
+        version = data.get("version")
+        if version != STATE_VERSION:
+            raise StateVersionError(
+                f"session state has format version {version!r}; this looptrap reads version {STATE_VERSION}"
+                " (reset the session, or use the looptrap release that wrote it)"
+            )
+        s = cls()
+        for name in ("run_id", "task", "turn", "calls", "turn_calls", "epoch", "level", "clean", "stale_run"):
+            setattr(s, name, data[name])
+        s.history.extend(Entry(*e) for e in data["history"])
+        s.seen = {int(k): int(v) for k, v in data["seen"]}
+        s.results = {int(k): int(v) for k, v in data["results"]}
+        s.previews = {int(k): str(v) for k, v in data["previews"]}
+        s.per_tool = dict(data["per_tool"])
+        s.tokens = int(data["tokens"])
+        s.cost = float(data["cost"])
+        s.started = data["started"]
+        s.slots = dict(data["slots"])
+        s.halted = data["halted"]
+        s.needed = list(data["needed"])
+        s.warned = list(data["warned"])
+        return s

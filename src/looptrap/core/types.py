@@ -1,0 +1,103 @@
+"""The vocabulary: a call, a signal, a verdict, an action."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ACTIONS", "ALLOW", "Action", "Call", "Signal", "Verdict"]
+
+Action = Literal["allow", "warn", "advise", "block", "halt"]
+#: Actions in rising order of severity.
+ACTIONS: tuple[Action, ...] = ("allow", "warn", "advise", "block", "halt")
+_RANK = {a: i for i, a in enumerate(ACTIONS)}
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call as the guard sees it: its tool, its signature digest and a short preview of its arguments."""
+
+    tool: str
+    digest: int
+    preview: str
+    mutating: bool
+    index: int = 0
+    at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One detector's or budget's finding: what loop shape, on which calls, and how many times."""
+
+    kind: str
+    reason: str
+    message: str
+    tool: str | None = None
+    evidence: tuple[int, ...] = ()
+    count: int = 0
+    warn_only: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (for logs, traces and reports)."""
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "reason": self.reason,
+            "tool": self.tool,
+            "count": self.count,
+            "evidence": list(self.evidence),
+            "message": self.message,
+        }
+        if self.warn_only:
+            out["warn_only"] = True
+        if self.details:
+            out["details"] = self.details
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What to do with a call (or at a turn end).
+
+    ``action``: ``allow`` (run it), ``warn`` (run it, a signal was logged), ``advise`` / ``block`` (do not run
+    it: hand ``message`` to the model as the tool's error result), ``halt`` (stop the run: ``reason`` says why,
+    ``summary`` what was tried). ``kind`` names the detector or budget that decided.
+    """
+
+    action: Action = "allow"
+    kind: str | None = None
+    reason: str | None = None
+    message: str = ""
+    summary: str = ""
+    signals: tuple[Signal, ...] = ()
+    call_index: int = 0
+
+    @property
+    def allowed(self) -> bool:
+        """True when the tool should run (``allow`` or ``warn``)."""
+        return self.action == "allow" or self.action == "warn"
+
+    @property
+    def intervenes(self) -> bool:
+        """True for ``advise``, ``block`` and ``halt``."""
+        return not self.allowed
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return {
+            "action": self.action,
+            "kind": self.kind,
+            "reason": self.reason,
+            "message": self.message,
+            "summary": self.summary,
+            "call_index": self.call_index,
+            "signals": [s.to_dict() for s in self.signals],
+        }
+
+
+ALLOW = Verdict()
+
+
+def more_severe(a: Action, b: Action) -> bool:
+    """Whether action ``a`` is more severe than ``b``."""
+    return _RANK[a] > _RANK[b]

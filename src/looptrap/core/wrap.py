@@ -1,0 +1,118 @@
+"""Wrap a plain tool function (sync or async) with a guard: check, run, record.
+
+The decision steps are shared; the sync and async drivers only differ in how they call the function.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from looptrap.core.errors import LoopHalted
+from looptrap.core.types import Verdict
+
+if TYPE_CHECKING:
+    from looptrap.core.guard import Guard
+
+__all__ = ["guarded"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Steps:
+    """What happens around one tool call, independent of sync or async execution."""
+
+    __slots__ = ("guard", "name", "on_advice", "result_is_error", "sig")
+
+    def __init__(
+        self,
+        guard: Guard,
+        fn: Callable[..., Any],
+        name: str | None,
+        on_advice: Callable[[Verdict], Any] | None,
+        result_is_error: Callable[[Any], bool] | None,
+    ) -> None:
+        self.guard = guard
+        self.name: str = name or str(getattr(fn, "__name__", "tool"))
+        try:
+            self.sig: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.sig = None
+        self.on_advice = on_advice
+        self.result_is_error = result_is_error
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.sig is not None:
+            try:
+                bound = self.sig.bind(*args, **kwargs)
+                out = dict(bound.arguments)
+                for p in self.sig.parameters.values():  # flatten **kwargs so key order never matters
+                    if p.kind is inspect.Parameter.VAR_KEYWORD and p.name in out:
+                        out.update(out.pop(p.name))
+                return out
+            except TypeError:
+                pass
+        return {"args": list(args), **kwargs} if args else dict(kwargs)
+
+    def before(self, argmap: dict[str, Any]) -> Verdict:
+        return self.guard.check(self.name, argmap)
+
+    def refused(self, verdict: Verdict) -> Any:
+        if verdict.action == "halt":
+            raise LoopHalted(verdict)
+        return self.on_advice(verdict) if self.on_advice is not None else verdict.message
+
+    def after(self, argmap: dict[str, Any], result: Any) -> None:
+        failed = bool(self.result_is_error(result)) if self.result_is_error is not None else False
+        self.guard.record(self.name, argmap, result, is_error=failed)
+
+    def failed(self, argmap: dict[str, Any], exc: BaseException) -> None:
+        self.guard.record(self.name, argmap, f"{type(exc).__name__}: {exc}", is_error=True)
+
+
+def guarded(
+    guard: Guard,
+    fn: F,
+    *,
+    name: str | None = None,
+    on_advice: Callable[[Verdict], Any] | None = None,
+    result_is_error: Callable[[Any], bool] | None = None,
+) -> F:
+    """Return ``fn`` wrapped by ``guard`` (see :meth:`looptrap.Guard.tool`)."""
+    steps = _Steps(guard, fn, name, on_advice, result_is_error)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            argmap = steps.arguments(args, kwargs)
+            verdict = steps.before(argmap)
+            if not verdict.allowed:
+                return steps.refused(verdict)
+            try:
+                result = await fn(*args, **kwargs)
+            except Exception as exc:
+                steps.failed(argmap, exc)
+                raise
+            steps.after(argmap, result)
+            return result
+
+        return cast(F, run_async)
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        argmap = steps.arguments(args, kwargs)
+        verdict = steps.before(argmap)
+        if not verdict.allowed:
+            return steps.refused(verdict)
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            steps.failed(argmap, exc)
+            raise
+        steps.after(argmap, result)
+        return result
+
+    return cast(F, run)

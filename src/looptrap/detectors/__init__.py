@@ -1,0 +1,11 @@
+"""Loop detectors: one small object per loop shape. Compose them in ``GuardConfig(detectors=...)``."""
+
+from looptrap.detectors.base import Detector, TurnEnd
+from looptrap.detectors.cycle import Cycle
+from looptrap.detectors.drift import Drift
+from looptrap.detectors.errors import ErrorRepeat
+from looptrap.detectors.progress import NoAction, NoProgress
+from looptrap.detectors.rate import Rate
+from looptrap.detectors.repeat import Repeat
+
+__all__ = ["Cycle", "Detector", "Drift", "ErrorRepeat", "NoAction", "NoProgress", "Rate", "Repeat", "TurnEnd"]

@@ -1,0 +1,67 @@
+"""drift: the same tool called with reworded arguments that keeps returning nothing new."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from looptrap.core.config import ToolPolicy
+from looptrap.core.state import Entry, Flag, SessionState
+from looptrap.core.types import Call, Signal
+from looptrap.detectors.base import Detector, preview
+
+__all__ = ["Drift"]
+
+_KEEP = 8
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Drift(Detector):
+    """Intervene on the ``threshold``-th call of a tool when all its calls since it last returned something new
+    came back with nothing new: empty ("0 results", "not found", ``status: not_found``) or a long result the
+    tool had already returned. Short identical answers ("sent", "ok", "in stock") are not "nothing new": a
+    batch of distinct work with the same acknowledgement is not drift. Mutating calls and errors are left to
+    the other detectors.
+    """
+
+    name = "drift"
+    reason = "loop_drift"
+    threshold: int = 5
+    warn_only: bool = False
+
+    def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
+        f = entry.flags
+        if f & (Flag.ERROR | Flag.MUTATED):
+            return
+        slot: dict[str, Any] = state.slots.setdefault(self.name, {})
+        if f & Flag.EMPTY or (f & Flag.LONG and not f & (Flag.NOVEL | Flag.ACK)):
+            count, recent = slot.get(entry.tool) or (0, [])
+            recent = [*recent[-(_KEEP - 1) :], [entry.call_index, entry.digest, 1 if f & Flag.EMPTY else 0]]
+            if entry.tool not in slot and len(slot) >= 256:
+                del slot[next(iter(slot))]
+            slot[entry.tool] = [count + 1, recent]
+        elif f & Flag.NOVEL:
+            slot.pop(entry.tool, None)
+
+    def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
+        slot = state.slots.get(self.name)
+        if not slot or call.mutating:
+            return None
+        got = slot.get(call.tool)
+        n = self.limit(policy)
+        if not got or got[0] < n - 1:
+            return None
+        count, recent = got
+        tried = []
+        for _, digest, empty in recent:
+            item = f"{preview(state, digest, call.tool)} ({'nothing found' if empty else 'same result as before'})"
+            if item not in tried:
+                tried.append(item)
+        return self.signal(
+            f"You have called {call.tool} {count} times with different arguments and none of the calls returned "
+            f"anything new. Tried: {'; '.join(tried)}. Rewording the request again is unlikely to help. Use what "
+            f"you already found, try a different tool or source, or ask for what is missing.",
+            tool=call.tool,
+            evidence=(*(r[0] for r in recent), call.index),
+            count=count + 1,
+        )

@@ -1,0 +1,88 @@
+"""error_repeat: the same call failing again, or the same error from one tool whatever its arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from looptrap.core.config import ToolPolicy
+from looptrap.core.state import Entry, Flag, SessionState
+from looptrap.core.types import Call, Signal
+from looptrap.detectors.base import Detector, preview
+
+__all__ = ["ErrorRepeat"]
+
+_CAP = 256
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ErrorRepeat(Detector):
+    """Intervene on a call that keeps failing, counted since the last state change:
+
+    * the identical call has failed ``threshold`` times in a row, whatever its error texts said
+      (``non_retryable`` times when the tool said ``retryable: false``);
+    * the tool returned the same (normalised) error ``same_error`` times, whatever the arguments
+      (``same_error_non_retryable`` times for non-retryable errors).
+
+    A successful state change (an edit, a write) starts the count over: re-running a failing test while
+    fixing the code is not a loop.
+    """
+
+    name = "error_repeat"
+    reason = "loop_error"
+    threshold: int = 3
+    same_error: int = 3
+    non_retryable: int = 1
+    same_error_non_retryable: int = 2
+    warn_only: bool = False
+
+    def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
+        slot: dict[str, Any] = state.slots.get(self.name) or {"calls": {}, "errors": {}}
+        calls, errors = slot["calls"], slot["errors"]
+        key = str(entry.digest)
+        if entry.flags & Flag.ERROR:
+            hard = 1 if entry.flags & Flag.NON_RETRYABLE else 0
+            fails, hard_fails, idx = calls.pop(key, (0, 0, []))
+            calls[key] = [fails + 1, hard_fails + hard, [*idx[-5:], entry.call_index]]
+            ekey = f"{entry.tool}\x00{entry.result}"
+            count, hard_count, eidx = errors.pop(ekey, (0, 0, []))
+            errors[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index]]
+            for m in (calls, errors):
+                while len(m) > _CAP:
+                    del m[next(iter(m))]
+            state.slots[self.name] = slot
+        elif key in calls:
+            del calls[key]
+
+    def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
+        slot = state.slots.get(self.name)
+        if not slot:
+            return None
+        mine = slot["calls"].get(str(call.digest))
+        n = self.limit(policy)
+        if mine and (mine[0] >= n or mine[1] >= self.non_retryable):
+            why = "the tool said the error is not retryable" if mine[1] >= self.non_retryable else "nothing changed"
+            return self.signal(
+                f"This exact call to {call.tool} has already failed {mine[0]} time(s) and {why}, so it will fail "
+                f"again. Fix the cause first (different arguments, a prerequisite step), use another tool, or "
+                f"report the failure.",
+                tool=call.tool,
+                evidence=(*mine[2], call.index),
+                count=mine[0] + 1,
+            )
+        prefix = call.tool + "\x00"
+        for ekey, (count, hard, idx) in slot["errors"].items():
+            if not ekey.startswith(prefix):
+                continue
+            if count >= self.same_error or hard >= self.same_error_non_retryable:
+                excerpt = preview(state, int(ekey[len(prefix) :]), "")
+                said = f": {excerpt}" if excerpt else ""
+                return self.signal(
+                    f"{call.tool} has returned the same error {count} times with different arguments since the "
+                    f"last change{said}. Changing the arguments has not helped. Fix the cause, use another tool, "
+                    f"or report what is failing.",
+                    tool=call.tool,
+                    evidence=(*idx, call.index),
+                    count=count + 1,
+                )
+        return None

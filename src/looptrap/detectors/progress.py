@@ -1,0 +1,69 @@
+"""Turn-level detectors: no_progress (the caller's state does not change) and no_action (turns without a call)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from looptrap.core.state import SessionState
+from looptrap.core.types import Signal
+from looptrap.detectors.base import Detector, TurnEnd
+
+__all__ = ["NoAction", "NoProgress"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class NoProgress(Detector):
+    """Intervene when the ``state`` passed to ``end_turn`` has the same fingerprint ``threshold`` turns in a row,
+    whatever the tools did. Turns ended without a state are ignored."""
+
+    name = "no_progress"
+    reason = "no_progress"
+    threshold: int = 3
+    warn_only: bool = False
+
+    def end_turn(self, turn: TurnEnd, state: SessionState) -> Signal | None:
+        if turn.state_digest is None:
+            return None
+        last = state.slots.get(self.name)
+        count = last[1] + 1 if last and last[0] == turn.state_digest else 1
+        state.slots[self.name] = [turn.state_digest, count]
+        if count < self.threshold:
+            return None
+        return self.signal(
+            f"The task state has not changed for {count} turns in a row: nothing was found, decided or written. "
+            f"Doing more of the same will not change it. Step back: take a different approach, or report what "
+            f"is blocking you.",
+            count=count,
+            evidence=(turn.call_index,),
+        )
+
+    def reset(self, state: SessionState) -> None:
+        """The caller's state is the judge of progress here: a write does not reset the count."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class NoAction(Detector):
+    """Intervene when ``threshold`` turns in a row end without a tool call (an invalid call, an empty reply,
+    or the same words again instead of acting)."""
+
+    name = "no_action"
+    reason = "no_action"
+    threshold: int = 3
+    warn_only: bool = False
+
+    def end_turn(self, turn: TurnEnd, state: SessionState) -> Signal | None:
+        idle = turn.tool_calls == 0 or turn.error is not None
+        count = (state.slots.get(self.name) or 0) + 1 if idle else 0
+        state.slots[self.name] = count
+        if count < self.threshold:
+            return None
+        why = f" ({turn.error})" if turn.error else ""
+        return self.signal(
+            f"Your last {count} turns ended without a valid tool call{why}. Either make one well-formed tool "
+            f"call, or give your final answer.",
+            count=count,
+            evidence=(turn.call_index,),
+        )
+
+    def reset(self, state: SessionState) -> None:
+        """Turn-level: a write does not reset the count."""

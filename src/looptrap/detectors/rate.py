@@ -1,0 +1,66 @@
+"""rate: calls arriving faster than an agent can think (machine-speed loops, retry storms)."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+
+from looptrap.core.config import ToolPolicy
+from looptrap.core.state import Entry, SessionState
+from looptrap.core.types import Call, Signal
+from looptrap.detectors.base import Detector
+
+__all__ = ["Rate"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Rate(Detector):
+    """Intervene when a call would make the last ``threshold`` calls arrive faster than ``max_per_second`` on average.
+
+    The default (30 calls at more than 10 per second) is far above what a model thinking between calls
+    produces, even with parallel tool calls, and far below what a code loop produces. Needs timestamps
+    (the guard's clock, or ``ts`` in a trace); silent without them.
+    """
+
+    name = "rate"
+    reason = "rate"
+    threshold: int = 30
+    max_per_second: float = 10.0
+    warn_only: bool = False
+
+    def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
+        if now is None:
+            return
+        times: list[float] = state.slots.setdefault(self.name, [])
+        times.append(now)
+        if len(times) > self.threshold:
+            del times[: len(times) - self.threshold]
+
+    def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
+        times = state.slots.get(self.name)
+        n = self.limit(policy)
+        if call.at is None or not times or len(times) < n - 1:
+            return None
+        window = [*times[-(n - 1) :], call.at]
+        span = window[-1] - window[0]
+        if span * self.max_per_second >= n - 1:
+            return None
+        gaps = [b - a for a, b in itertools.pairwise(window)]
+        stats = {
+            "calls": n,
+            "span_s": round(span, 6),
+            "rate_per_s": round((n - 1) / span, 3) if span > 0 else None,
+            "interval_mean_s": round(statistics.fmean(gaps), 6),
+            "interval_median_s": round(statistics.median(gaps), 6),
+            "interval_min_s": round(min(gaps), 6),
+            "interval_max_s": round(max(gaps), 6),
+        }
+        return self.signal(
+            f"The last {n} tool calls arrived within {span:.3f} s (median interval "
+            f"{stats['interval_median_s']:.4f} s): faster than a reasoning agent calls tools. This looks like a "
+            f"retry loop in code. Stop and check why the calls repeat.",
+            tool=call.tool,
+            count=n,
+            details=stats,
+        )

@@ -1,0 +1,57 @@
+"""repeat: the same call returning the same result, again and again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from looptrap.core.config import ToolPolicy
+from looptrap.core.state import Flag, SessionState
+from looptrap.core.types import Call, Signal
+from looptrap.detectors.base import Detector
+
+__all__ = ["Repeat"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Repeat(Detector):
+    """Intervene on the ``threshold``-th identical call in a row when its predecessors all returned the same result.
+
+    Results that change (polling with progress) reset the count. A result that says the work is still
+    going (``pending``, ``running``, ``status: in_progress``) uses ``pending_threshold`` instead, so polling
+    that ends is left alone.
+    """
+
+    name = "repeat"
+    reason = "loop_repeat"
+    threshold: int = 3
+    pending_threshold: int = 12
+    warn_only: bool = False
+
+    def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
+        h = state.history
+        if not h:
+            return None
+        last = h[-1]
+        if last.digest != call.digest:
+            return None
+        n = self.limit(policy)
+        if last.flags & Flag.PENDING:
+            n = max(n, self.pending_threshold)
+        need = n - 1
+        if len(h) < need or need < 1:
+            return None
+        evidence = []
+        for i in range(1, need + 1):
+            e = h[-i]
+            if e.digest != call.digest or e.result != last.result:
+                return None
+            evidence.append(e.call_index)
+        evidence.reverse()
+        what = "failed with the same error" if last.flags & Flag.ERROR else "returned the same result"
+        return self.signal(
+            f"This would be call number {n} in a row to {call.tool} with these exact arguments; the previous "
+            f"{need} {what}. It will not change. Use different arguments or a different tool.",
+            tool=call.tool,
+            evidence=(*evidence, call.index),
+            count=n,
+        )

@@ -1,0 +1,18 @@
+"""End-to-end smoke: the public contract from the README."""
+
+from __future__ import annotations
+
+from looptrap import Guard
+
+
+def test_same_failing_call_is_advised_then_blocked_then_halted() -> None:
+    guard = Guard(clock=None)
+    actions = []
+    for _ in range(5):
+        v = guard.check("search_docs", {"query": "refund policy"})
+        actions.append(v.action)
+        if v.allowed:
+            guard.record("search_docs", {"query": "refund policy"}, "0 results")
+    assert actions == ["allow", "allow", "advise", "block", "halt"]
+    assert guard.halted is not None
+    assert guard.halted.reason == "loop_repeat"
