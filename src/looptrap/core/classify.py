@@ -9,7 +9,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARG_KEYS", "ResultFacts", "is_mutating", "result_facts", "shell_command_mutates"]
+__all__ = [
+    "ARG_KEYS",
+    "NO_WRITE",
+    "WRITES",
+    "WRITES_ANYWAY",
+    "ResultFacts",
+    "is_mutating",
+    "mutation",
+    "result_facts",
+    "shell_command_effect",
+    "shell_command_mutates",
+]
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -183,6 +194,7 @@ _PKG_TOOLS = frozenset(
     ["pip", "pip3", "npm", "pnpm", "yarn", "uv", "poetry", "apt", "apt-get", "conda", "brew", "cargo", "gem", "go"]
 )
 _PKG_WRITERS = frozenset(["install", "uninstall", "add", "remove", "update", "upgrade", "sync", "get"])
+NO_WRITE, WRITES, WRITES_ANYWAY = 0, 1, 2
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _SEGMENTS = re.compile(r"&&|\|\||[;|\n&]")
@@ -225,33 +237,61 @@ def _strip_heredocs(cmd: str) -> str:
     return cmd[:head_end] + "\n" + _strip_heredocs(rest)
 
 
-def shell_command_mutates(cmd: str) -> bool:
-    """Whether a shell command line writes: a redirect to a file, or a writing command in any segment."""
+def shell_command_effect(cmd: str) -> int:
+    """How a shell command line changes state: ``NO_WRITE``, ``WRITES`` (a redirect to a file, or a writing
+    command in any segment) or ``WRITES_ANYWAY`` (a write in a chain of several commands: the write has
+    happened even when a later command makes the whole line fail)."""
     body = _strip_heredocs(cmd)
     py_write = _PY_WRITE.search(body) is not None
     plain = _QUOTED.sub("''", body)
-    if _REDIRECT.search(plain):
-        return True
-    for seg in _SEGMENTS.split(plain):
-        words = seg.split()
+    segments = [seg.split() for seg in _SEGMENTS.split(plain)]
+    segments = [w for w in segments if w]
+    effect = WRITES if _REDIRECT.search(plain) else NO_WRITE
+    for words in segments:
+        if effect:
+            break
         while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS or words[0].isdigit()):
             words = words[1:]
         if not words:
             continue
         head = words[0].rsplit("/", 1)[-1]
-        if head in _SHELL_WRITERS:
-            return True
-        if head in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:]):
-            return True
-        if head == "git" and any(w in _GIT_WRITERS for w in words[1:3]):
-            return True
-        if head in _PKG_TOOLS and any(w in _PKG_WRITERS for w in words[1:3]):
-            return True
-        if head.startswith("python") and ("pip" in words[1:3] and "install" in words):
-            return True
-        if head.startswith("python") and py_write:
-            return True
-    return False
+        if (
+            head in _SHELL_WRITERS
+            or (head in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:]))
+            or (head == "git" and any(w in _GIT_WRITERS for w in words[1:3]))
+            or (head in _PKG_TOOLS and any(w in _PKG_WRITERS for w in words[1:3]))
+            or (head.startswith("python") and (("pip" in words[1:3] and "install" in words) or py_write))
+        ):
+            effect = WRITES
+    if effect and len(segments) > 1:
+        return WRITES_ANYWAY
+    return effect
+
+
+def shell_command_mutates(cmd: str) -> bool:
+    """Whether a shell command line writes (see :func:`shell_command_effect`)."""
+    return shell_command_effect(cmd) != NO_WRITE
+
+
+def mutation(tool: str, args: Any) -> int:
+    """Like :func:`is_mutating`, as ``NO_WRITE``, ``WRITES`` or ``WRITES_ANYWAY`` (shell chains)."""
+    if isinstance(args, Mapping):
+        low = tool.lower()
+        for key in _COMMAND_KEYS:
+            cmd = args.get(key)
+            if isinstance(cmd, str) and (low in _SHELL_TOOLS or " " in cmd.strip()):
+                return shell_command_effect(cmd)
+            if isinstance(cmd, list) and low in _SHELL_TOOLS and all(isinstance(c, str) for c in cmd):
+                return shell_command_effect(" ".join(cmd))
+        for key in _SUBCOMMAND_KEYS:
+            sub = args.get(key)
+            if isinstance(sub, str) and sub and " " not in sub:
+                verdict = _words_mutate(sub)
+                if verdict is not None:
+                    return WRITES if verdict else NO_WRITE
+    elif isinstance(args, str) and tool.lower() in _SHELL_TOOLS:
+        return shell_command_effect(args)
+    return WRITES if _words_mutate(tool) else NO_WRITE
 
 
 def is_mutating(tool: str, args: Any) -> bool:
@@ -260,23 +300,7 @@ def is_mutating(tool: str, args: Any) -> bool:
     Shell tools are judged by their command line; tools with a sub-command argument (an editor's
     ``command="view"``, an HTTP ``method``) by that word; everything else by the words in its name.
     """
-    if isinstance(args, Mapping):
-        low = tool.lower()
-        for key in _COMMAND_KEYS:
-            cmd = args.get(key)
-            if isinstance(cmd, str) and (low in _SHELL_TOOLS or " " in cmd.strip()):
-                return shell_command_mutates(cmd)
-            if isinstance(cmd, list) and low in _SHELL_TOOLS and all(isinstance(c, str) for c in cmd):
-                return shell_command_mutates(" ".join(cmd))
-        for key in _SUBCOMMAND_KEYS:
-            sub = args.get(key)
-            if isinstance(sub, str) and sub and " " not in sub:
-                verdict = _words_mutate(sub)
-                if verdict is not None:
-                    return verdict
-    elif isinstance(args, str) and tool.lower() in _SHELL_TOOLS:
-        return shell_command_mutates(args)
-    return bool(_words_mutate(tool))
+    return mutation(tool, args) != NO_WRITE
 
 
 _EMPTY_TEXT = re.compile(
@@ -303,6 +327,13 @@ _PENDING_TEXT = re.compile(
     r"initializing|scheduled|building|deploying|provisioning)\b",
     re.IGNORECASE,
 )
+_TAGS = re.compile(r"<[^<>]{1,40}>")
+_EXIT_META = re.compile(
+    r"<(returncode|exit_?code|exit_?status|return_?code|status_?code)>\s*-?\d+\s*</\1>"
+    r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*-?\d+",
+    re.IGNORECASE,
+)
+_CONTENT = re.compile(r"[^\W_]")
 _COLLECTION_KEYS = ("results", "items", "data", "hits", "documents", "matches", "records", "entries", "rows")
 _COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
 _SHORT = 300
@@ -354,7 +385,7 @@ def result_facts(result: Any, is_error: bool) -> int:
 def _text_facts(text: str) -> int:
     if len(text) > _SHORT:
         return 0
-    if not text.strip():
+    if not _CONTENT.search(_TAGS.sub("", _EXIT_META.sub("", text))):  # only an exit code and markup: no output
         return ResultFacts.EMPTY
     if _EMPTY_TEXT.match(text):
         return ResultFacts.EMPTY

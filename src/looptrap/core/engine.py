@@ -7,13 +7,14 @@ clocks, locks, logging and stores live in the drivers around it.
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 import xxhash
 
-from looptrap.core.classify import ARG_KEYS, is_mutating, result_facts
+from looptrap.core.classify import ARG_KEYS, NO_WRITE, WRITES, WRITES_ANYWAY, mutation, result_facts
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
 from looptrap.core.state import PREVIEWS, TOOLS, Entry, Flag, SessionState
@@ -67,7 +68,7 @@ class _ToolPlan:
         self.canon = config.arg_canonicaliser(self.policy)
         off = self.policy.disable
         self.checkers = tuple(d for d in config.detectors if d.name not in off and type(d).check is not Detector.check)
-        self.name_mutates = is_mutating(tool, None)
+        self.name_mutates = mutation(tool, None)
         self.tool_key = tool.encode("utf-8", "surrogatepass") + b"\x00"
 
 
@@ -82,7 +83,7 @@ class Engine:
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
-        self._mutating_cache: dict[int, bool] = {}
+        self._mutating_cache: dict[int, int] = {}
         budgets = self.config.budgets
         self._budgets = (
             budgets
@@ -129,22 +130,23 @@ class Engine:
         if self.config.previews:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
-        return Call(tool, digest, preview, self._mutating(tool, args, digest, p), at=at)
+        effect = self._mutation(tool, args, digest, p)
+        return Call(tool, digest, preview, effect != NO_WRITE, at=at, writes_on_failure=effect == WRITES_ANYWAY)
 
-    def _mutating(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> bool:
+    def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> int:
         rule = p.policy.mutating
         if rule is not None:
             if isinstance(rule, bool):
-                return rule
+                return WRITES if rule else NO_WRITE
             try:
-                return bool(rule(tool, args))
+                return WRITES if rule(tool, args) else NO_WRITE
             except Exception:  # noqa: BLE001 - a broken rule: fall back to the heuristic
                 pass
         if not (isinstance(args, Mapping) and any(k in args for k in ARG_KEYS)) and not isinstance(args, str):
             return p.name_mutates
         hit = self._mutating_cache.get(digest)
         if hit is None:
-            hit = is_mutating(tool, args)
+            hit = mutation(tool, args)
             if len(self._mutating_cache) >= 8192:
                 self._mutating_cache.clear()
             self._mutating_cache[digest] = hit
@@ -154,7 +156,7 @@ class Engine:
         """Before a call runs: count it, and decide. Returns the call (with its index) and the verdict."""
         state.calls += 1
         state.turn_calls += 1
-        call = Call(call.tool, call.digest, call.preview, call.mutating, state.calls, call.at)
+        call = dataclasses.replace(call, index=state.calls)
         if state.started is None and now is not None:
             state.started = now
         per = state.per_tool
@@ -195,9 +197,9 @@ class Engine:
             flags |= Flag.LONG
         if call.index == 0:  # recorded without a check (e.g. a replayed result): still counts as a call
             state.calls += 1
-            call = Call(call.tool, call.digest, call.preview, call.mutating, state.calls, call.at)
+            call = dataclasses.replace(call, index=state.calls)
         p = self.plan(call.tool)
-        if call.mutating and not flags & Flag.ERROR:
+        if call.mutating and (call.writes_on_failure or not flags & Flag.ERROR):
             flags |= Flag.MUTATED | Flag.NOVEL
             state.new_epoch()
             for d in self.config.detectors:

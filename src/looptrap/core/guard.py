@@ -66,6 +66,7 @@ class Guard:
         if not self._state.run_id:
             self._state.run_id = run_id or uuid.uuid4().hex[:16]
         self._pending: dict[tuple[str, int], tuple[Any, Call]] = {}
+        self._pending_by_digest: dict[int, list[Call]] = {}
         self._turn_tools: list[str] = []
         self._turn_signals: list[str] = []
         self._turn_progress = False
@@ -104,7 +105,9 @@ class Guard:
             with self._lock:
                 call = self._take_pending(tool, args)
             if call is None:
-                call = self._engine.call(tool, args, at=now)
+                fresh = self._engine.call(tool, args, at=now)
+                with self._lock:
+                    call = self._match_pending(fresh)
             with self._lock:
                 entry = self._engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
                 if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
@@ -139,6 +142,7 @@ class Guard:
         with self._lock:
             self._engine.new_task(self._state)
             self._pending.clear()
+            self._pending_by_digest.clear()
 
     # -- the honest way out -------------------------------------------------------------------------
     def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
@@ -222,20 +226,39 @@ class Guard:
         return self._clock() if self._clock is not None else None
 
     def _remember_pending(self, tool: str, args: Any, call: Call) -> None:
-        if args is None:
-            return
+        # Checked calls waiting for their result: by identity of the args object (no re-hashing when the
+        # caller passes the same object to record), and by digest (when it passes an equal copy).
         p = self._pending
         if len(p) >= _PENDING:
             del p[next(iter(p))]
         p[(tool, id(args))] = (args, call)
+        q = self._pending_by_digest.setdefault(call.digest, [])
+        q.append(call)
+        if len(self._pending_by_digest) > _PENDING:
+            del self._pending_by_digest[next(iter(self._pending_by_digest))]
 
     def _take_pending(self, tool: str, args: Any) -> Call | None:
-        if args is None:
-            return None
         hit = self._pending.pop((tool, id(args)), None)
         if hit is None or hit[0] is not args:
             return None
+        self._drop_by_digest(hit[1])
         return hit[1]
+
+    def _match_pending(self, call: Call) -> Call:
+        q = self._pending_by_digest.get(call.digest)
+        if not q:
+            return call  # recorded without a check: the engine counts it as a call
+        checked = q.pop(0)
+        if not q:
+            del self._pending_by_digest[call.digest]
+        return checked
+
+    def _drop_by_digest(self, call: Call) -> None:
+        q = self._pending_by_digest.get(call.digest)
+        if q and call in q:
+            q.remove(call)
+            if not q:
+                del self._pending_by_digest[call.digest]
 
     def _internal_error(self, where: str) -> Verdict:
         self._log.exception(

@@ -15,7 +15,10 @@ _RANK = {a: i for i, a in enumerate(ACTIONS)}
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A tool call as the guard sees it: its tool, its signature digest and a short preview of its arguments."""
+    """A tool call as the guard sees it: its tool, its signature digest, a short preview of its arguments,
+    whether it changes state when it succeeds (``mutating``) or even when it fails (``writes_on_failure``:
+    a shell chain whose write ran before a later command failed), its 1-based index in the session and the
+    time it arrived."""
 
     tool: str
     digest: int
@@ -23,6 +26,7 @@ class Call:
     mutating: bool
     index: int = 0
     at: float | None = None
+    writes_on_failure: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ class ErrorRepeat(Detector):
     * the identical call has failed ``threshold`` times in a row, whatever its error texts said
       (``non_retryable`` times when the tool said ``retryable: false``);
     * the tool returned the same (normalised) error ``same_error`` times, whatever the arguments
-      (``same_error_non_retryable`` times for non-retryable errors).
+      (``same_error_non_retryable`` times for non-retryable errors); an error with no message (an empty
+      output, a bare exit code) is not "the same error".
 
     A successful state change (an edit, a write) starts the count over: re-running a failing test while
     fixing the code is not a loop.
@@ -44,9 +45,10 @@ class ErrorRepeat(Detector):
             hard = 1 if entry.flags & Flag.NON_RETRYABLE else 0
             fails, hard_fails, idx = calls.pop(key, (0, 0, []))
             calls[key] = [fails + 1, hard_fails + hard, [*idx[-5:], entry.call_index]]
-            ekey = f"{entry.tool}\x00{entry.result}"
-            count, hard_count, eidx = errors.pop(ekey, (0, 0, []))
-            errors[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index]]
+            if not entry.flags & Flag.EMPTY:  # an error without a message is not "the same error"
+                ekey = f"{entry.tool}\x00{entry.result}"
+                count, hard_count, eidx = errors.pop(ekey, (0, 0, []))
+                errors[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index]]
             for m in (calls, errors):
                 while len(m) > _CAP:
                     del m[next(iter(m))]
@@ -70,6 +72,8 @@ class ErrorRepeat(Detector):
                 evidence=(*mine[2], call.index),
                 count=mine[0] + 1,
             )
+        if call.mutating:  # changing something is what this signal asks for
+            return None
         prefix = call.tool + "\x00"
         for ekey, (count, hard, idx) in slot["errors"].items():
             if not ekey.startswith(prefix):

@@ -18,13 +18,15 @@ class Repeat(Detector):
 
     Results that change (polling with progress) reset the count. A result that says the work is still
     going (``pending``, ``running``, ``status: in_progress``) uses ``pending_threshold`` instead, so polling
-    that ends is left alone.
+    that ends is left alone; a result the tool marked ``retryable: false`` uses ``non_retryable_threshold``
+    (the first identical retry is intercepted).
     """
 
     name = "repeat"
     reason = "loop_repeat"
     threshold: int = 3
     pending_threshold: int = 12
+    non_retryable_threshold: int = 2
     warn_only: bool = False
 
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
@@ -37,6 +39,8 @@ class Repeat(Detector):
         n = self.limit(policy)
         if last.flags & Flag.PENDING:
             n = max(n, self.pending_threshold)
+        elif last.flags & Flag.NON_RETRYABLE:
+            n = min(n, self.non_retryable_threshold)
         need = n - 1
         if len(h) < need or need < 1:
             return None
@@ -47,10 +51,19 @@ class Repeat(Detector):
                 return None
             evidence.append(e.call_index)
         evidence.reverse()
-        what = "failed with the same error" if last.flags & Flag.ERROR else "returned the same result"
+        if last.flags & Flag.NON_RETRYABLE and need == 1:
+            text = (
+                f"{call.tool} already answered this exact call and said that retrying will not help, so calling it "
+                f"again returns the same. Use different arguments or a different tool."
+            )
+        else:
+            what = "failed with the same error" if last.flags & Flag.ERROR else "returned the same result"
+            text = (
+                f"You have called {call.tool} with these exact arguments {n} times in a row; the previous {need} "
+                f"{what}. It will not change. Use different arguments or a different tool."
+            )
         return self.signal(
-            f"This would be call number {n} in a row to {call.tool} with these exact arguments; the previous "
-            f"{need} {what}. It will not change. Use different arguments or a different tool.",
+            text,
             tool=call.tool,
             evidence=(*evidence, call.index),
             count=n,
