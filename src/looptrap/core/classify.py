@@ -305,16 +305,34 @@ def is_mutating(tool: str, args: Any) -> bool:
 
 _EMPTY_TEXT = re.compile(
     r"""^\W*(?:
-        no\s+(?:results?|matches|match|items?|records?|entries|documents?|files?|hits|data|rows|orders?|users?)
-            (?:\s+(?:were\s+)?found)?(?:\s+for\b.*)?
-      | (?:0|zero)\s+(?:results?|matches|items?|records?|hits|rows|documents?)(?:\s+found)?(?:\s+for\b.*)?
-      | (?:\S+\s+){0,6}not\s+found\b.*
-      | nothing\s+(?:found|matched|to\s+show)\b.*
-      | (?:did\s+not|didn't)\s+match\s+any\b.*
-      | (?:none|null|nil|empty|n/a|\[\]|\{\})
-      | .{0,80}\b(?:returned|found|yielded)\s+(?:no|0|zero)\s+(?:results?|matches|items?|records?|hits|rows)\b.*
-    )\W*$""",
-    re.IGNORECASE | re.VERBOSE | re.DOTALL,
+        (?:no|0|zero)\s+(?:results?|matches|match|items?|records?|entries|documents?|files?|hits|data|rows|orders?
+            |users?)\b
+      | nothing\s+(?:found|matched|to\s+show)\b
+      | (?:none|null|nil|empty|n/a|\[\]|\{\})\W*$
+    )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_EMPTY_ANYWHERE = re.compile(
+    r"\bnot\s+found\b|\b(?:did\s+not|didn't)\s+match\s+any\b"
+    r"|\b(?:returned|found|yielded)\s+(?:no|0|zero)\s+(?:results?|matches|items?|records?|hits|rows)\b",
+    re.IGNORECASE,
+)
+#: Words one of which an empty-result text contains (a cheap gate before the regexes).
+_EMPTY_WORDS = ("no", "0", "zero", "nothing", "none", "null", "nil", "empty", "n/a", "[]", "{}", "not", "didn")
+_PENDING_WORDS = (
+    "pending",
+    "running",
+    "progress",
+    "queued",
+    "processing",
+    "ready",
+    "waiting",
+    "starting",
+    "initializing",
+    "scheduled",
+    "building",
+    "deploying",
+    "provisioning",
 )
 _ACK_TEXT = re.compile(
     r"^\W*(?:ok(?:ay)?|done|sent|success(?:ful(?:ly)?)?|succeeded|created|saved|updated|deleted|written|"
@@ -337,6 +355,7 @@ _CONTENT = re.compile(r"[^\W_]")
 _COLLECTION_KEYS = ("results", "items", "data", "hits", "documents", "matches", "records", "entries", "rows")
 _COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
 _SHORT = 300
+_SHORT_MESSAGE = 160  # "not found" inside a longer text does not make it an empty result
 
 
 class ResultFacts:
@@ -385,13 +404,18 @@ def result_facts(result: Any, is_error: bool) -> int:
 def _text_facts(text: str) -> int:
     if len(text) > _SHORT:
         return 0
-    if not _CONTENT.search(_TAGS.sub("", _EXIT_META.sub("", text))):  # only an exit code and markup: no output
+    low = text.lower()
+    if ("code" in low or "status" in low) and _EXIT_META.search(text):
+        text = _EXIT_META.sub("", text)
+    if not _CONTENT.search(_TAGS.sub("", text)):  # only an exit code and markup: no output
         return ResultFacts.EMPTY
-    if _EMPTY_TEXT.match(text):
+    if any(map(low.__contains__, _EMPTY_WORDS)) and (
+        _EMPTY_TEXT.match(text) or (len(text) <= _SHORT_MESSAGE and _EMPTY_ANYWHERE.search(text))
+    ):
         return ResultFacts.EMPTY
     if len(text) <= 64 and _ACK_TEXT.match(text):
         return ResultFacts.ACK
-    if _PENDING_TEXT.search(text):
+    if any(map(low.__contains__, _PENDING_WORDS)) and _PENDING_TEXT.search(text):
         return ResultFacts.PENDING
     return 0
 

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from looptrap.core.budgets import Budgets
 from looptrap.core.escalation import Escalation
 from looptrap.core.signature import Canonicaliser, fold_text
-from looptrap.core.volatile import ARG_VOLATILE_KEYS, RESULT_VOLATILE_KEYS, VOLATILE_TEXT, key_matcher, text_scrubber
+from looptrap.core.volatile import (
+    ARG_VOLATILE_KEYS,
+    RESULT_VOLATILE_KEYS,
+    VOLATILE_TEXT,
+    VolatileText,
+    key_matcher,
+    text_scrubber,
+)
 
 if TYPE_CHECKING:
     from looptrap.detectors.base import Detector
@@ -90,7 +97,7 @@ class GuardConfig:
     report_tool: str | None = "report_blocked"
     arg_volatile_keys: tuple[str, ...] = ARG_VOLATILE_KEYS
     result_volatile_keys: tuple[str, ...] = RESULT_VOLATILE_KEYS
-    result_volatile_text: tuple[str, ...] = VOLATILE_TEXT
+    result_volatile_text: tuple[VolatileText | str, ...] = VOLATILE_TEXT
 
     def __post_init__(self) -> None:
         if not isinstance(self.detectors, tuple):

@@ -10,12 +10,14 @@ Plain numbers (a line number in a traceback, a count) are never touched.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 __all__ = [
     "ARG_VOLATILE_KEYS",
     "RESULT_VOLATILE_KEYS",
     "VOLATILE_TEXT",
+    "VolatileText",
     "key_matcher",
     "text_scrubber",
 ]
@@ -47,28 +49,49 @@ RESULT_VOLATILE_KEYS = (
     r"run_?id",
 )
 
-#: Substrings of result text replaced by a placeholder (one alternation, applied in one pass).
-VOLATILE_TEXT = (
-    # ISO 8601 / RFC 3339 timestamps and dates with times
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+
+class VolatileText(NamedTuple):
+    """A pattern of volatile text, tried only when the text contains one of ``requires`` (all texts when empty).
+
+    The gate is a plain substring test, which costs next to nothing, so most results skip most patterns.
+    """
+
+    pattern: str
+    requires: tuple[str, ...] = ()
+
+
+_DIGITS = tuple("0123456789")
+
+#: Substrings of result text replaced by a placeholder. Each pattern starts with a digit or a literal, so the
+#: regex engine can skip ahead; word boundaries are checked with a look-behind after the first character.
+VOLATILE_TEXT: tuple[VolatileText, ...] = (
     # HTTP dates: Mon, 30 Nov 2026 05:19:53 GMT
-    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: GMT)?",
-    # clock times 05:19:53(.123)
-    r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b",
+    VolatileText(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: GMT)?", (" GMT",)),
+    # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds, durations
+    VolatileText(
+        r"\d(?<![\w.]\d)(?:"
+        r"\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+        r"|\d?:\d{2}:\d{2}(?:[.,]\d+)?(?!\w)"
+        r"|(?<=1)\d{9}(?:\d{3})?(?:\.\d+)?(?![\w.])"
+        r"|\d*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
+        r")",
+        _DIGITS,
+    ),
     # UUIDs
-    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
-    # memory addresses and long hex ids (request ids, hashes of runs)
-    r"\b0x[0-9a-fA-F]{6,}\b",
-    r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b",
-    # epoch timestamps (2001..2286) in seconds or milliseconds
-    r"\b1\d{9}(?:\d{3})?(?:\.\d+)?\b",
-    # durations: 0.23s, 120 ms, 3.5 seconds
-    r"\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)\b",
+    VolatileText(
+        r"[0-9a-fA-F](?<![\w-][0-9a-fA-F])[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+        r"[0-9a-fA-F]{12}(?![\w-])",
+        ("-",),
+    ),
+    # memory addresses
+    VolatileText(r"0(?<!\w0)x[0-9a-fA-F]{6,}(?!\w)", ("0x",)),
+    # long hex ids (request ids, run hashes): 16+ hex digits mixing digits and letters
+    VolatileText(r"[0-9a-f](?<!\w[0-9a-f])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{15,}(?!\w)", _DIGITS),
     # process ids
-    r"\b(?:pid|PID|process)[ =:#]\s?\d+\b",
+    VolatileText(r"(?<!\w)(?:pid|PID|process)[ =:#]\s?\d+(?!\w)", ("pid", "PID", "process")),
     # temporary paths
-    r"/(?:tmp|var/folders|private/var/folders)/[\w.\-/]+",
-    r"[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\[\w.\-\\]+",
+    VolatileText(r"/(?:tmp|var/folders|private/var/folders)/[\w.\-/]+", ("/tmp/", "/var/folders/")),
+    VolatileText(r"[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\[\w.\-\\]+", ("\\Temp\\",)),
 )
 
 
@@ -84,14 +107,26 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
     return matches
 
 
-def text_scrubber(patterns: tuple[str, ...] | list[str]) -> Callable[[str], str] | None:
-    """A function replacing volatile substrings by ``<*>`` in one pass."""
+def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str] | None:
+    """A function replacing volatile substrings by ``<*>``; plain strings are patterns tried on every text."""
     if not patterns:
         return None
-    rx = re.compile("|".join(f"(?:{p})" for p in patterns))
-    sub = rx.sub
+    compiled = [
+        (re.compile(p).sub, ()) if isinstance(p, str) else (re.compile(p.pattern).sub, p.requires) for p in patterns
+    ]
+    has_digit = re.compile(r"[0-9]").search
 
     def scrub(text: str) -> str:
-        return sub("<*>", text)
+        digits: bool | None = None
+        for sub, requires in compiled:
+            if requires is _DIGITS:
+                if digits is None:
+                    digits = has_digit(text) is not None
+                if not digits:
+                    continue
+            elif requires and not any(map(text.__contains__, requires)):
+                continue
+            text = sub("<*>", text)
+        return text
 
     return scrub
