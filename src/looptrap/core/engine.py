@@ -26,7 +26,7 @@ __all__ = ["Engine", "Usage", "read_usage"]
 
 PREVIEW_CHARS = 120
 _LONG = 64
-_MAX_RESULT_TEXT = 1 << 20  # results above 1 MiB are hashed as they are, without volatile scrubbing
+_MAX_RESULT_TEXT = 1 << 16  # text results above 64 KiB are hashed as they are, without volatile scrubbing
 
 Usage = tuple[int, float | None]
 

@@ -23,7 +23,7 @@ class Cycle(Detector):
 
     name = "cycle"
     reason = "loop_cycle"
-    threshold: int = 6
+    threshold: int = 5
     warn_only: bool = False
 
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
