@@ -5,7 +5,7 @@ reported); after a halt the session's calls are still counted but no further sig
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,22 +65,23 @@ class _Session:
 class Replayer:
     """Feeds events to per-session states sharing one engine. Memory: one bounded state per session."""
 
-    def __init__(self, config: GuardConfig | None = None) -> None:
+    def __init__(self, config: GuardConfig | None = None, *, warn: Callable[[str], None] | None = None) -> None:
         self.engine = Engine(config)
         self.sessions: dict[str, _Session] = {}
         self.unknown_types: set[str] = set()
+        self._warn = warn or log.warning
 
     def feed(self, event: Event) -> None:
         """Process one event."""
-        s = self.sessions.get(event.session)
-        if s is None:
-            s = self.sessions[event.session] = _Session(event.session)
         handler = _HANDLERS.get(event.type)
         if handler is None:
             if event.type not in self.unknown_types:
                 self.unknown_types.add(event.type)
-                log.warning("unknown event type %r skipped (warned once)", event.type)
+                self._warn(f"unknown event type {event.type!r} skipped (warned once per type)")
             return
+        s = self.sessions.get(event.session)
+        if s is None:
+            s = self.sessions[event.session] = _Session(event.session)
         handler(self, s, event)
 
     def reports(self) -> list[SessionReport]:

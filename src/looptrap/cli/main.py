@@ -57,30 +57,29 @@ def _replay(args: argparse.Namespace) -> int:
     from looptrap.analysis.trace import TraceError, iter_events
 
     errors: list[TraceError] = []
-    replayer = Replayer()
+    replayer = Replayer(warn=lambda text: print(f"looptrap: warning: {text}", file=sys.stderr))
+    if args.trace == "-":
+        fh: IO[bytes] = sys.stdin.buffer
+        name = "<stdin>"
+    else:
+        try:
+            fh = open(args.trace, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
+            return 2
+        name = args.trace
+    lines: Iterator[bytes] | IO[bytes] = fh
+    if fh is not sys.stdin.buffer and sys.stderr.isatty() and not args.no_progress:
+        lines = _progress(fh, os.fstat(fh.fileno()).st_size)
     try:
-        if args.trace == "-":
-            source: object = args.trace
-            events = iter_events(args.trace, skip_invalid=args.skip_invalid, errors=errors)
-        else:
-            try:
-                fh = open(args.trace, "rb")  # noqa: SIM115 - closed below
-            except OSError as exc:
-                print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
-                return 2
-            source = fh
-            lines: Iterator[bytes] | IO[bytes] = fh
-            if sys.stderr.isatty() and not args.no_progress:
-                lines = _progress(fh, os.fstat(fh.fileno()).st_size)
-            events = iter_events(lines, name=args.trace, skip_invalid=args.skip_invalid, errors=errors)
-        for ev in events:
+        for ev in iter_events(lines, name=name, skip_invalid=args.skip_invalid, errors=errors):
             replayer.feed(ev)
     except TraceError as exc:
         print(f"{exc.where}: {exc.reason}", file=sys.stderr)
         return 2
     finally:
-        if source is not args.trace:
-            source.close()  # type: ignore[attr-defined]
+        if fh is not sys.stdin.buffer:
+            fh.close()
     reports = replayer.reports()
     out = sys.stdout
     if args.json:

@@ -336,7 +336,7 @@ _PENDING_WORDS = (
 )
 _ACK_TEXT = re.compile(
     r"^\W*(?:ok(?:ay)?|done|sent|success(?:ful(?:ly)?)?|succeeded|created|saved|updated|deleted|written|"
-    r"accepted|queued|true|ack(?:nowledged)?|completed?|applied|added|removed|posted|stored)"
+    r"accepted|true|ack(?:nowledged)?|completed?|applied|added|removed|posted|stored)"
     r"(?:\s+(?:successfully|ok))?\W*$",
     re.IGNORECASE,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ class ToolPolicy:
     key: Callable[[Any], Any] | None = None
     fold_whitespace: bool = False
     fold_case: bool = False
-    disable: frozenset[str] = frozenset()
+    disable: Collection[str] = frozenset()
     limits: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

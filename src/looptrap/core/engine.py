@@ -206,7 +206,7 @@ class Engine:
                 d.reset(state)
         else:
             seen = state.seen
-            if seen.get(call.digest) == rd:
+            if seen.get(call.digest) == rd and not flags & Flag.PENDING:  # "still running" is not stale: time passes
                 flags |= Flag.STALE
                 state.stale_run += 1
             else:
@@ -226,8 +226,10 @@ class Engine:
         if not p.exempt:
             for d in self._observers:
                 d.observe(entry, state, now)
-        if flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE)):
-            self.config.escalation.on_clean(state)
+        clean = bool(
+            flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE))
+        )
+        self.config.escalation.after_call(state, clean)
         return entry
 
     def _result_digest(self, result: Any) -> tuple[int, int]:

@@ -61,13 +61,17 @@ class Escalation:
             state.halted = {"reason": primary.reason, "kind": primary.kind, "message": message, "summary": summary}
         return verdict
 
-    def on_clean(self, state: SessionState) -> None:
-        """A clean call: after ``cooldown`` of them in a row the loop is over."""
-        if state.level:
-            state.clean += 1
-            if state.clean >= self.cooldown:
-                state.level = 0
-                state.clean = 0
+    def after_call(self, state: SessionState, clean: bool) -> None:
+        """After a call ran: ``cooldown`` clean calls in a row end the loop; any other call restarts the count."""
+        if not state.level:
+            return
+        if not clean:
+            state.clean = 0
+            return
+        state.clean += 1
+        if state.clean >= self.cooldown:
+            state.level = 0
+            state.clean = 0
 
 
 def _compose(action: Action, s: Signal, summary: str, report_tool: str | None) -> str:

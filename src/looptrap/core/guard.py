@@ -21,7 +21,7 @@ __all__ = ["Guard"]
 log = logging.getLogger("looptrap")
 log.addHandler(logging.NullHandler())
 F = TypeVar("F", bound=Callable[..., Any])
-_PENDING = 256
+_PENDING = 8192  # checked calls awaiting their result (parallel and async calls in flight)
 
 
 class Guard:
@@ -286,7 +286,7 @@ class Guard:
             ],
         }
         if self.config.log_args:
-            extra["message"] = verdict.message
+            extra["advice"] = verdict.message
             extra["args_preview"] = call.preview if call else None
         self._log.log(level, "looptrap %s: %s", verdict.action, verdict.reason, extra=extra)
 

@@ -42,6 +42,7 @@ _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 _WS = re.compile(r"\s+")
 _SORT = orjson.OPT_SORT_KEYS
 _INT_MAX = 2**63 - 1
+_MAX_INT_DIGITS = 4000  # an integral Decimal with more digits stays a Decimal (no giant int is built)
 
 
 def digest_bytes(data: bytes) -> int:
@@ -122,7 +123,7 @@ class Canonicaliser:
         if v is None or t is bool:
             return v
         if t is int:
-            return v if -_INT_MAX <= v <= _INT_MAX else {"$int": str(v)}
+            return _int(v)
         if t is float:
             return _float(v)
         if depth >= _MAX_DEPTH:
@@ -134,7 +135,10 @@ class Canonicaliser:
             out: dict[str, Any] = {}
             for k, item in v.items():
                 key = k if type(k) is str else _key(self.canon(k, depth + 1, sub))
-                key = unicodedata.normalize("NFC", key) if not key.isascii() else key
+                if not key.isascii():
+                    key = unicodedata.normalize("NFC", key)
+                    if _has_surrogates(key):
+                        key = key.encode("utf-8", "backslashreplace").decode("ascii")
                 if self.dropped(key):
                     continue
                 out[key] = self.canon(item, depth + 1, sub)
@@ -147,10 +151,12 @@ class Canonicaliser:
         return self._other(v, t, depth, path)
 
     def _str(self, s: str) -> Any:
-        if len(s) > HUGE:
-            return _huge(s)
         if not s.isascii():
             s = unicodedata.normalize("NFC", s)
+            if _has_surrogates(s):  # not encodable as JSON text: keep its identity as a digest
+                return _huge(s)
+        if len(s) > HUGE:
+            return _huge(s)
         return self._text(s) if self._text is not None else s
 
     def _other(self, v: Any, t: type, depth: int, path: tuple[int, ...]) -> Any:
@@ -201,9 +207,22 @@ class Canonicaliser:
         return {"$repr": _type_name(v), "text": self._str(text)}
 
 
+def _has_surrogates(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _type_name(v: Any) -> str:
     t = type(v)
     return f"{t.__module__}.{t.__qualname__}"
+
+
+def _int(i: int) -> Any:
+    # Beyond 64 bits orjson cannot encode an int; hex has no digit limit (str() of a huge int raises).
+    return i if -_INT_MAX <= i <= _INT_MAX else {"$int": format(i, "x")}
 
 
 def _float(f: float) -> Any:
@@ -211,18 +230,18 @@ def _float(f: float) -> Any:
         return {"$float": "nan"}
     if math.isinf(f):
         return {"$float": "inf" if f > 0 else "-inf"}
-    if f.is_integer() and abs(f) <= _INT_MAX:
-        return int(f)
+    if f.is_integer():
+        return _int(int(f))
     return f
 
 
 def _decimal(d: decimal.Decimal) -> Any:
     if not d.is_finite():
         return {"$float": "nan" if d.is_nan() else ("inf" if d > 0 else "-inf")}
-    if d == d.to_integral_value():
-        return _float(float(d)) if abs(d) > _INT_MAX else int(d)
+    if d == d.to_integral_value() and d.adjusted() < _MAX_INT_DIGITS:
+        return _int(int(d))
     f = float(d)
-    if decimal.Decimal(f) == d:
+    if math.isfinite(f) and decimal.Decimal(f) == d:
         return f
     return {"$decimal": str(d.normalize())}
 

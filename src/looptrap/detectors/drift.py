@@ -18,10 +18,10 @@ _KEEP = 8
 @dataclass(frozen=True, slots=True, repr=False)
 class Drift(Detector):
     """Intervene on the next call of a tool once ``threshold`` of its calls in a row (since it last returned
-    something new, in this epoch) came back with nothing new: empty ("0 results", "not found", ``status: not_found``) or a long result the
-    tool had already returned. Short identical answers ("sent", "ok", "in stock") are not "nothing new": a
-    batch of distinct work with the same acknowledgement is not drift. Mutating calls and errors are left to
-    the other detectors.
+    something new, in this epoch) came back with nothing new: empty ("0 results", "not found",
+    ``status: not_found``) or a long result the tool had already returned. Short identical answers ("sent",
+    "ok", "in stock") are not "nothing new": a batch of distinct work with the same acknowledgement is not
+    drift. Mutating calls and errors are left to the other detectors.
     """
 
     name = "drift"

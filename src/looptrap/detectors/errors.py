@@ -13,6 +13,8 @@ from looptrap.detectors.base import Detector, preview
 __all__ = ["ErrorRepeat"]
 
 _CAP = 256
+_TOOLS = 64
+_PER_TOOL = 16
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -45,13 +47,15 @@ class ErrorRepeat(Detector):
             hard = 1 if entry.flags & Flag.NON_RETRYABLE else 0
             fails, hard_fails, idx = calls.pop(key, (0, 0, []))
             calls[key] = [fails + 1, hard_fails + hard, [*idx[-5:], entry.call_index]]
+            _trim(calls, _CAP)
             if not entry.flags & Flag.EMPTY:  # an error without a message is not "the same error"
-                ekey = f"{entry.tool}\x00{entry.result}"
-                count, hard_count, eidx = errors.pop(ekey, (0, 0, []))
-                errors[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index]]
-            for m in (calls, errors):
-                while len(m) > _CAP:
-                    del m[next(iter(m))]
+                mine = errors.pop(entry.tool, None) or {}
+                errors[entry.tool] = mine  # most recently failing tool last
+                ekey = str(entry.result)
+                count, hard_count, eidx = mine.pop(ekey, (0, 0, []))
+                mine[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index]]
+                _trim(mine, _PER_TOOL)
+                _trim(errors, _TOOLS)
             state.slots[self.name] = slot
         elif key in calls:
             del calls[key]
@@ -74,12 +78,9 @@ class ErrorRepeat(Detector):
             )
         if call.mutating:  # changing something is what this signal asks for
             return None
-        prefix = call.tool + "\x00"
-        for ekey, (count, hard, idx) in slot["errors"].items():
-            if not ekey.startswith(prefix):
-                continue
+        for ekey, (count, hard, idx) in (slot["errors"].get(call.tool) or {}).items():
             if count >= self.same_error or hard >= self.same_error_non_retryable:
-                excerpt = preview(state, int(ekey[len(prefix) :]), "")
+                excerpt = preview(state, int(ekey), "")
                 said = f": {excerpt}" if excerpt else ""
                 return self.signal(
                     f"{call.tool} has returned the same error {count} times with different arguments since the "
@@ -90,3 +91,8 @@ class ErrorRepeat(Detector):
                     count=count + 1,
                 )
         return None
+
+
+def _trim(m: dict[str, Any], cap: int) -> None:
+    while len(m) > cap:
+        del m[next(iter(m))]

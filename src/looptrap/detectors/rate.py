@@ -37,6 +37,9 @@ class Rate(Detector):
         if len(times) > self.threshold:
             del times[: len(times) - self.threshold]
 
+    def reset(self, state: SessionState) -> None:
+        """Time does not start over after a write: a loop of fast writes is still a loop."""
+
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
         times = state.slots.get(self.name)
         n = self.limit(policy)

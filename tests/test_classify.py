@@ -1,0 +1,298 @@
+"""Heuristics: which calls change state, and what a result says (docs/detectors.md, core/classify.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from looptrap import Engine, Guard, GuardConfig, ToolPolicy, outcome
+from looptrap.core.classify import (
+    NO_WRITE,
+    WRITES,
+    WRITES_ANYWAY,
+    ResultFacts,
+    is_mutating,
+    result_facts,
+    shell_command_effect,
+    shell_command_mutates,
+)
+from looptrap.core.state import Flag
+
+# -- shell command lines --------------------------------------------------------------------------------
+
+WRITING_COMMANDS = [
+    "cat <<'EOF' > f.py\nprint('hi')\nEOF",
+    'cat > notes.md <<"EOF"\n# title\nEOF',
+    "sed -i 's/a/b/' f.py",
+    "sed -i.bak -e 's/a/b/' f.py",
+    "perl -i -pe 's/a/b/' f",
+    "rm f.py",
+    "rm -rf build",
+    "/bin/rm f",
+    "git commit -m 'fix'",
+    "git checkout -b feature",
+    "git apply fix.diff",
+    "git add -A",
+    "echo x > f",
+    "echo x >> f",
+    "printf 'a' 1> out.txt",
+    "ls | tee out.txt",
+    "cd src && rm x",
+    "mkdir -p d",
+    "touch f",
+    "mv a b",
+    "cp a b",
+    "pip install requests",
+    "python -m pip install requests",
+    "npm install",
+    "sudo rm x",
+    "FOO=1 rm x",
+    "timeout 5 rm x",
+    "python -c \"open('f','w').write(1)\"",
+    "python3 -c \"from pathlib import Path; Path('f').write_text('x')\"",
+]
+READING_COMMANDS = [
+    "grep -r foo .",
+    "ls -la 2>/dev/null",
+    "grep foo f 2>/dev/null",
+    "make > /dev/null 2>&1",
+    "head -n 5 f 2>&1",
+    "ls 1>&2",
+    "cat f.py",
+    "git status",
+    "git log --oneline",
+    "git diff",
+    "git show HEAD",
+    "python -m pytest -q",
+    "pytest",
+    "echo 'a > b'",
+    "grep '>' f",
+    "sed 's/a/b/' f",
+    "find . -name '*.py'",
+    "pip list",
+    "echo done; ls",
+    "python -c \"print(open('f').read())\"",
+    "cat <<EOF\nrm -rf /\nEOF",  # heredoc bodies are not commands
+    "python - <<'EOF'\nprint('rm -rf x')\nEOF",
+]
+
+
+@pytest.mark.parametrize("cmd", WRITING_COMMANDS)
+def test_writing_shell_commands_mutate(cmd: str) -> None:
+    assert shell_command_mutates(cmd) is True
+    assert shell_command_effect(cmd) in (WRITES, WRITES_ANYWAY)
+    assert is_mutating("bash", {"command": cmd}) is True
+    assert Engine().call("bash", {"command": cmd}).mutating is True
+
+
+@pytest.mark.parametrize("cmd", READING_COMMANDS)
+def test_reading_shell_commands_do_not_mutate(cmd: str) -> None:
+    assert shell_command_mutates(cmd) is False
+    assert shell_command_effect(cmd) == NO_WRITE
+    assert is_mutating("bash", {"command": cmd}) is False
+    assert Engine().call("bash", {"command": cmd}).mutating is False
+
+
+def test_dev_null_redirect_is_not_a_write_but_a_file_redirect_is() -> None:
+    assert not shell_command_mutates("grep foo f 2>/dev/null")
+    assert shell_command_mutates("grep foo f 2>errors.log")
+
+
+def test_a_write_in_a_chain_writes_even_when_the_line_fails() -> None:
+    assert shell_command_effect("sed -i 's/a/b/' f.py && pytest -q") == WRITES_ANYWAY
+    assert shell_command_effect("sed -i 's/a/b/' f.py") == WRITES
+    # a failed chain that wrote still starts a new epoch: the re-run after it is new work
+    engine = Engine()
+    assert engine.call("bash", {"command": "sed -i 's/a/b/' f.py && pytest -q"}).writes_on_failure is True
+    assert engine.call("bash", {"command": "rm f.py"}).writes_on_failure is False
+
+
+def test_shell_forms_of_arguments() -> None:
+    assert is_mutating("bash", "rm x") is True
+    assert is_mutating("bash", "ls") is False
+    assert is_mutating("bash", {"command": ["rm", "x"]}) is True
+    assert is_mutating("bash", {"cmd": "echo hi > f"}) is True
+    # any tool whose command argument is a command line is judged by it
+    assert is_mutating("run_tests", {"command": "pytest -q"}) is False
+    assert is_mutating("run_tests", {"cmd": "rm -rf x"}) is True
+
+
+# -- sub-commands and tool names ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["str_replace_based_edit_tool", "str_replace_editor", "editor"])
+def test_editor_view_reads_and_edits_write(tool: str) -> None:
+    assert is_mutating(tool, {"command": "view", "path": "a.py"}) is False
+    for sub in ("str_replace", "create", "insert", "undo_edit"):
+        assert is_mutating(tool, {"command": sub, "path": "a.py"}) is True, sub
+
+
+def test_http_method_decides() -> None:
+    assert is_mutating("http_request", {"method": "GET", "url": "https://x"}) is False
+    assert is_mutating("http_request", {"method": "POST", "url": "https://x"}) is True
+    assert is_mutating("http_request", {"method": "delete", "url": "https://x"}) is True
+
+
+@pytest.mark.parametrize(
+    "tool",
+    ["write_file", "edit", "edit_file", "send_email", "create_ticket", "git_commit", "deleteUser", "apply_patch"],
+)
+def test_mutating_tool_names(tool: str) -> None:
+    assert is_mutating(tool, {"x": 1}) is True
+    assert is_mutating(tool, None) is True
+    assert Engine().call(tool, {"x": 1}).mutating is True
+
+
+@pytest.mark.parametrize(
+    "tool", ["read_file", "search_docs", "get_order", "list_files", "fetch_url", "calculator", "lookup"]
+)
+def test_reading_tool_names(tool: str) -> None:
+    assert is_mutating(tool, {"x": 1}) is False
+    assert Engine().call(tool, {"x": 1}).mutating is False
+
+
+def test_policy_overrides_the_heuristic() -> None:
+    engine = Engine(
+        GuardConfig(
+            tools={
+                "deploy_check": ToolPolicy(mutating=True),
+                "write_file": ToolPolicy(mutating=False),
+                "kubectl": ToolPolicy(mutating=lambda tool, args: args.get("verb") in {"apply", "delete"}),
+                "broken": ToolPolicy(mutating=lambda tool, args: 1 / 0 > 0),
+            }
+        )
+    )
+    assert engine.call("deploy_check", {}).mutating is True
+    assert engine.call("write_file", {"path": "a"}).mutating is False
+    assert engine.call("kubectl", {"verb": "apply"}).mutating is True
+    assert engine.call("kubectl", {"verb": "get"}).mutating is False
+    assert engine.call("broken", {}).mutating is False  # a broken rule falls back to the heuristic
+
+
+# -- result facts ---------------------------------------------------------------------------------------
+
+EMPTY: list[Any] = [
+    None,
+    "",
+    "   ",
+    [],
+    {},
+    (),
+    set(),
+    "0 results",
+    "No results found",
+    "no matches found",
+    "File not found",
+    "Order A1 not found",
+    "[]",
+    {"results": []},
+    {"items": [], "count": 0},
+    {"total": 0},
+    "<returncode>1</returncode>",
+]
+NOT_EMPTY = ["3 results", "found it", {"results": [1]}, "def foo(): pass", [0], {"count": 2}, "x" * 301]
+ACK = ["ok", "OK", "Done.", "sent", "sent successfully", "saved", {"ok": True}, {"status": "done"}]
+PENDING = ["running", "Job is still in progress", "Status: queued", {"status": "pending"}, "queued", "in progress"]
+
+
+@pytest.mark.parametrize("result", EMPTY, ids=repr)
+def test_empty_results(result: Any) -> None:
+    assert result_facts(result, False) & ResultFacts.EMPTY
+
+
+@pytest.mark.parametrize("result", NOT_EMPTY, ids=lambda r: repr(r)[:30])
+def test_results_with_content_are_not_empty(result: Any) -> None:
+    assert not result_facts(result, False) & ResultFacts.EMPTY
+
+
+@pytest.mark.parametrize("result", ACK, ids=repr)
+def test_acknowledgements(result: Any) -> None:
+    facts = result_facts(result, False)
+    assert facts & ResultFacts.ACK
+    assert not facts & (ResultFacts.EMPTY | ResultFacts.ERROR)
+
+
+def test_long_text_is_not_an_acknowledgement() -> None:
+    assert not result_facts("Email sent to the customer with the refund form attached", False) & ResultFacts.ACK
+
+
+@pytest.mark.parametrize("result", PENDING, ids=repr)
+def test_pending_results(result: Any) -> None:
+    """docs/detectors.md: pending is "running", "queued", "in progress"."""
+    assert result_facts(result, False) & ResultFacts.PENDING
+
+
+def test_errors() -> None:
+    assert result_facts("anything", True) & ResultFacts.ERROR
+    assert result_facts({"ok": False}, False) & ResultFacts.ERROR
+    assert result_facts({"error": "boom"}, False) & ResultFacts.ERROR
+    assert not result_facts({"error": None, "value": 3}, False) & ResultFacts.ERROR
+    assert not result_facts("3 results", False) & ResultFacts.ERROR
+
+
+def test_outcome_protocol_facts() -> None:
+    e = ResultFacts
+    assert result_facts(outcome.error("bad id", retryable=False), False) == e.ERROR | e.NON_RETRYABLE
+    assert result_facts(outcome.error("timeout", retryable=True), False) == e.ERROR | e.RETRYABLE
+    assert result_facts(outcome.not_found("no such customer"), False) == e.EMPTY | e.NON_RETRYABLE
+    assert result_facts(outcome.not_found("not yet", retryable=True), False) == e.EMPTY | e.RETRYABLE
+    assert result_facts(outcome.success(), False) & e.ACK
+    assert not result_facts(outcome.success({"id": "C-1"}), False) & (e.ACK | e.EMPTY | e.ERROR)
+    assert not result_facts(outcome.partial([1, 2], "first 2 of 9"), False) & (e.EMPTY | e.ERROR)
+    assert result_facts({"status": "running", "retryable": True}, False) == e.PENDING | e.RETRYABLE
+    # status: error counts as a failure even when is_error was not passed
+    assert result_facts({"status": "error", "message": "x"}, False) & e.ERROR
+    # flags mirror the state's history flags
+    assert (e.ERROR, e.EMPTY, e.ACK, e.PENDING, e.NON_RETRYABLE, e.RETRYABLE) == (
+        Flag.ERROR,
+        Flag.EMPTY,
+        Flag.ACK,
+        Flag.PENDING,
+        Flag.NON_RETRYABLE,
+        Flag.RETRYABLE,
+    )
+
+
+@dataclass
+class OutcomeObject:
+    status: str
+    retryable: bool
+    data: Any = None
+
+
+def test_outcome_objects_are_read_too() -> None:
+    facts = result_facts(OutcomeObject("error", False), False)
+    assert facts == ResultFacts.ERROR | ResultFacts.NON_RETRYABLE
+    assert result_facts(OutcomeObject("not_found", True), False) == ResultFacts.EMPTY | ResultFacts.RETRYABLE
+
+
+# -- the facts as the guard uses them -------------------------------------------------------------------
+
+
+def test_failed_mutating_call_does_not_start_an_epoch_but_a_successful_one_does() -> None:
+    guard = Guard(clock=None)
+    guard.check("write_file", {"path": "a"})
+    guard.record("write_file", {"path": "a"}, "permission denied", is_error=True)
+    assert guard.state.epoch == 0
+    guard.check("write_file", {"path": "a"})
+    guard.record("write_file", {"path": "a"}, "ok")
+    assert guard.state.epoch == 1
+    assert guard.state.history[-1].flags & Flag.MUTATED
+    guard.check("bash", {"command": "sed -i 's/a/b/' f.py && pytest -q"})
+    guard.record("bash", {"command": "sed -i 's/a/b/' f.py && pytest -q"}, "1 failed", is_error=True)
+    assert guard.state.epoch == 2  # the edit ran even though the line failed
+
+
+def test_queued_poll_uses_the_pending_threshold() -> None:
+    """docs/detectors.md: when the last result says the work is still going ("queued" included), the repeat
+    threshold is pending_threshold (12)."""
+    guard = Guard(clock=None)
+    actions = []
+    for _ in range(6):
+        v = guard.check("job_status", {"job": "j1"})
+        actions.append(v.action)
+        if v.allowed:
+            guard.record("job_status", {"job": "j1"}, "queued")
+    assert actions == ["allow"] * 6

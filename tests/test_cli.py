@@ -1,0 +1,331 @@
+"""The ``looptrap`` command, run as a real subprocess (docs/trace-format.md)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+SIGNAL_KEYS = {"call_index", "seq", "kind", "action", "reason", "tool", "message"}
+REPORT_KEYS = {"session", "tool_calls", "first_signal", "first_intervention", "halted_at", "signals"}
+
+
+def looptrap(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "looptrap.cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def lines(events: Sequence[dict[str, Any] | str]) -> str:
+    return "".join((e if isinstance(e, str) else orjson.dumps(e).decode()) + "\n" for e in events)
+
+
+def write(tmp_path: Path, events: Sequence[dict[str, Any] | str], name: str = "trace.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text(lines(events), encoding="utf-8")
+    return path
+
+
+def call(session: str, tool: str, args: Any, call_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = {"session": session, "type": "tool_call", "tool": tool, "args": args, **extra}
+    if call_id is not None:
+        ev["call_id"] = call_id
+    return ev
+
+
+def result(session: str, tool: str, output: Any, call_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = {"session": session, "type": "tool_result", "tool": tool, "output": output, **extra}
+    if call_id is not None:
+        ev["call_id"] = call_id
+    return ev
+
+
+def looping(session: str, n: int, *, seq_from: int | None = None) -> list[dict[str, Any]]:
+    """n identical searches that find nothing, each with its result."""
+    out: list[dict[str, Any]] = []
+    for k in range(n):
+        c = call(session, "search_docs", {"query": "refund policy"}, f"{session}-c{k}")
+        r = result(session, "search_docs", "0 results", f"{session}-c{k}")
+        if seq_from is not None:
+            c["seq"] = seq_from + 2 * k
+            r["seq"] = seq_from + 2 * k + 1
+        out += [c, r]
+    return out
+
+
+def healthy(session: str, n: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for k in range(n):
+        out.append(call(session, "read_file", {"path": f"f{k}.py"}, f"{session}-r{k}"))
+        out.append(result(session, "read_file", f"contents of f{k}", f"{session}-r{k}"))
+        out.append({"session": session, "type": "turn_end", "state": {"read": k}, "usage": None, "error": None})
+    return out
+
+
+def reports(stdout: str) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+# -- output -----------------------------------------------------------------------------------------------
+
+
+def test_table_output(tmp_path: Path) -> None:
+    path = write(tmp_path, looping("s1", 5) + healthy("s2", 4))
+    proc = looptrap("replay", str(path))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    header = out[0].split()
+    assert header[:2] == ["session", "calls"]
+    assert "first intervention" in out[0]
+    assert "halted at" in out[0]
+    assert "signals" in out[0]
+    s1 = next(line for line in out if line.startswith("s1 "))
+    s2 = next(line for line in out if line.startswith("s2 "))
+    assert "#3 advise loop_repeat" in s1
+    assert "#5 loop_repeat" in s1
+    assert s1.split()[1] == "5"
+    assert s2.split()[1:] == ["4", "-", "-", "0"]
+    assert out[-1] == "2 session(s), 9 tool call(s): 1 with an intervention (50%), 1 halted"
+
+
+def test_json_output_fields(tmp_path: Path) -> None:
+    events: list[dict[str, Any] | str] = [*looping("s1", 7, seq_from=100), *healthy("s2", 2)]
+    path = write(tmp_path, events)
+    proc = looptrap("replay", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = reports(proc.stdout)
+    assert [r["session"] for r in got] == ["s1", "s2"]
+    s1, s2 = got
+    assert set(s1) == REPORT_KEYS
+    assert set(s2) == REPORT_KEYS
+    assert s1["tool_calls"] == 7  # calls after the halt still count
+    assert [(s["call_index"], s["action"]) for s in s1["signals"]] == [(3, "advise"), (4, "block"), (5, "halt")]
+    for s in s1["signals"]:
+        assert set(s) == SIGNAL_KEYS
+        assert s["kind"] == "repeat"
+        assert s["reason"] == "loop_repeat"
+        assert s["tool"] == "search_docs"
+        assert isinstance(s["message"], str)
+        assert s["message"]
+    # seq: the event's own seq (call k has seq 100 + 2k)
+    assert [s["seq"] for s in s1["signals"]] == [104, 106, 108]
+    assert s1["first_signal"] == s1["signals"][0]
+    assert s1["first_intervention"] == s1["signals"][0]
+    assert s1["halted_at"] == s1["signals"][2]
+    assert s2 == {
+        "session": "s2",
+        "tool_calls": 2,
+        "first_signal": None,
+        "first_intervention": None,
+        "halted_at": None,
+        "signals": [],
+    }
+
+
+def test_json_seq_defaults_to_the_line_number_and_turn_verdicts(tmp_path: Path) -> None:
+    events: list[dict[str, Any] | str] = [
+        call("s1", "read_file", {"path": "a"}),  # line 1
+        result("s1", "read_file", "a"),  # line 2
+        {"session": "s1", "type": "turn_end"},  # line 3: the turn had a call
+        {"session": "s1", "type": "turn_end", "error": "no valid tool call"},  # line 4
+        {"session": "s1", "type": "text", "text": "Let me think."},  # line 5
+        {"session": "s1", "type": "turn_end"},  # line 6
+        {"session": "s1", "type": "turn_end"},  # line 7: the 3rd idle turn in a row
+    ]
+    proc = looptrap("replay", str(write(tmp_path, events)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s1,) = reports(proc.stdout)
+    (signal,) = s1["signals"]
+    assert signal == {
+        "call_index": 1,
+        "seq": 7,
+        "kind": "no_action",
+        "action": "advise",
+        "reason": "no_action",
+        "tool": None,
+        "message": signal["message"],
+    }
+
+
+def test_stdin(tmp_path: Path) -> None:
+    text = lines([*looping("s1", 4), *healthy("s2", 1)])
+    from_stdin = looptrap("replay", "-", "--json", stdin=text)
+    from_file = looptrap("replay", str(write(tmp_path, [text.rstrip("\n")])), "--json")
+    assert from_stdin.returncode == 0, from_stdin.stderr
+    assert reports(from_stdin.stdout) == reports(from_file.stdout)
+    assert reports(from_stdin.stdout)[0]["first_intervention"]["call_index"] == 3
+
+
+# -- errors -----------------------------------------------------------------------------------------------
+
+MALFORMED = {
+    "not json": "{not json",
+    "not an object": "[1, 2]",
+    "no session": '{"type": "tool_call", "tool": "a"}',
+    "empty session": '{"session": "", "type": "tool_call", "tool": "a"}',
+    "no type": '{"session": "s1", "tool": "a"}',
+    "call without tool": '{"session": "s1", "type": "tool_call", "args": {}}',
+    "result without tool": '{"session": "s1", "type": "tool_result", "output": "x"}',
+    "seq not an integer": '{"session": "s1", "type": "turn_end", "seq": "3"}',
+    "seq a float": '{"session": "s1", "type": "turn_end", "seq": 1.5}',
+    "ts not a number": '{"session": "s1", "type": "turn_end", "ts": "yesterday"}',
+    "ts a bool": '{"session": "s1", "type": "turn_end", "ts": true}',
+}
+
+
+@pytest.mark.parametrize("bad", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_malformed_line_stops_with_exit_2(tmp_path: Path, bad: str) -> None:
+    path = write(tmp_path, [call("s1", "a", {}), bad, call("s1", "b", {})])
+    proc = looptrap("replay", str(path))
+    assert proc.returncode == 2
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"{path}:2: ")
+    assert len(err[0]) > len(f"{path}:2: ")  # a reason follows
+
+
+def test_malformed_line_on_stdin() -> None:
+    proc = looptrap("replay", "-", stdin=lines([call("s1", "a", {}), "", "nope"]))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("<stdin>:3: not valid JSON")
+
+
+def test_missing_file() -> None:
+    proc = looptrap("replay", "/nonexistent/trace.jsonl")
+    assert proc.returncode == 2
+    assert "cannot read" in proc.stderr
+
+
+def test_skip_invalid(tmp_path: Path) -> None:
+    path = write(tmp_path, [*looping("s1", 2), MALFORMED["not json"], *looping("s1", 2)[:2], MALFORMED["no session"]])
+    proc = looptrap("replay", str(path), "--json", "--skip-invalid")
+    assert proc.returncode == 0, proc.stderr
+    (s1,) = reports(proc.stdout)
+    assert s1["tool_calls"] == 3
+    assert s1["first_intervention"]["call_index"] == 3
+    assert "skipped 2 invalid line(s)" in proc.stderr
+    assert f"first: {path}:5: not valid JSON" in proc.stderr
+
+
+def test_unknown_event_type_is_skipped(tmp_path: Path) -> None:
+    events: list[dict[str, Any] | str] = [
+        {"session": "s1", "type": "thinking", "text": "hmm"},
+        *looping("s1", 3),
+        {"session": "s1", "type": "thinking", "text": "hmm again"},
+        {"session": "s1", "type": "handoff"},
+    ]
+    proc = looptrap("replay", str(write(tmp_path, events)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s1,) = reports(proc.stdout)
+    assert s1["tool_calls"] == 3
+    assert s1["first_intervention"]["call_index"] == 3
+
+
+def test_unknown_event_type_warns_once_per_type(tmp_path: Path) -> None:
+    """docs/trace-format.md: "Unknown event types are skipped with one warning per type"."""
+    events: list[dict[str, Any] | str] = [
+        {"session": "s1", "type": "thinking"},
+        {"session": "s1", "type": "thinking"},
+        {"session": "s2", "type": "thinking"},
+        {"session": "s1", "type": "handoff"},
+        *looping("s1", 1),
+    ]
+    proc = looptrap("replay", str(write(tmp_path, events)), "--json")
+    assert proc.returncode == 0
+    assert proc.stderr.count("thinking") == 1, proc.stderr
+    assert proc.stderr.count("handoff") == 1, proc.stderr
+
+
+# -- pairing and sessions ---------------------------------------------------------------------------------
+
+
+def test_result_without_call_id_pairs_with_the_latest_open_call_of_its_tool(tmp_path: Path) -> None:
+    a = {"query": "a"}
+    events: list[dict[str, Any] | str] = [
+        call("s1", "search_docs", a),
+        result("s1", "search_docs", "0 results"),
+        call("s1", "search_docs", {"query": "b"}),  # stays open
+        call("s1", "search_docs", a),
+        result("s1", "search_docs", "0 results"),  # pairs with the latest open call: a, not b
+        call("s1", "search_docs", a),  # the 3rd a in a row (in results): repeat
+        result("s1", "search_docs", "0 results"),
+        result("s1", "search_docs", "0 results"),  # pairs with b
+        result("s1", "search_docs", "0 results"),  # nothing open: an orphan
+    ]
+    proc = looptrap("replay", str(write(tmp_path, events)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s1,) = reports(proc.stdout)
+    assert s1["tool_calls"] == 4
+    assert s1["first_intervention"] is not None
+    assert (s1["first_intervention"]["call_index"], s1["first_intervention"]["kind"]) == (4, "repeat")
+    assert s1["orphan_results"] == 1
+
+
+def test_call_ids_pair_out_of_order(tmp_path: Path) -> None:
+    events: list[dict[str, Any] | str] = [
+        call("s1", "search_docs", {"query": "x"}, "c1"),
+        call("s1", "read_file", {"path": "y"}, "c2"),
+        result("s1", "read_file", "file y", "c2"),
+        result("s1", "search_docs", "0 results", "c1"),
+        result("s1", "search_docs", "0 results", "c9"),  # no such call: an orphan
+    ]
+    proc = looptrap("replay", str(write(tmp_path, events)), "--json")
+    (s1,) = reports(proc.stdout)
+    assert s1["tool_calls"] == 2
+    assert s1["orphan_results"] == 1
+    assert s1["signals"] == []
+
+
+def test_interleaved_sessions_are_replayed_separately(tmp_path: Path) -> None:
+    a, b = looping("a", 3), looping("b", 3)
+    c = healthy("c", 3)
+    events: list[dict[str, Any] | str] = [{"session": 7, "type": "tool_call", "tool": "read_file", "args": {}}]
+    for k in range(len(c)):  # a, b and c event by event
+        events += [e[k] for e in (a, b, c) if k < len(e)]
+    proc = looptrap("replay", str(write(tmp_path, events)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = {r["session"]: r for r in reports(proc.stdout)}
+    assert list(got) == ["7", "a", "b", "c"]  # order of first appearance
+    for name in ("a", "b"):
+        assert got[name]["tool_calls"] == 3
+        assert got[name]["first_intervention"]["call_index"] == 3  # not earlier: the sessions do not mix
+        assert len(got[name]["signals"]) == 1
+    assert got["c"]["signals"] == []
+    assert got["7"]["tool_calls"] == 1
+
+
+# -- demo -------------------------------------------------------------------------------------------------
+
+
+def test_demo() -> None:
+    proc = looptrap("demo")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    header = out.splitlines()[0]
+    assert "scenario" in header
+    assert "without guard" in header
+    assert "with looptrap" in header
+    assert "Tool calls:" in out
+    assert "saved" in out
+    rows = [line for line in out.splitlines()[2:] if "calls," in line]
+    assert len(rows) >= 5
+    assert all(line.count("calls,") == 2 for line in rows)  # both columns on every row
+
+
+def test_demo_json() -> None:
+    proc = looptrap("demo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = reports(proc.stdout)
+    assert rows
+    for row in rows:
+        assert set(row) == {"scenario", "without_guard", "with_guard"}
+        assert row["with_guard"]["calls"] <= row["without_guard"]["calls"]
