@@ -97,7 +97,14 @@ def test_reading_shell_commands_do_not_mutate(cmd: str) -> None:
 
 def test_dev_null_redirect_is_not_a_write_but_a_file_redirect_is() -> None:
     assert not shell_command_mutates("grep foo f 2>/dev/null")
-    assert shell_command_mutates("grep foo f 2>errors.log")
+    assert shell_command_mutates("grep foo f 2>errors.txt")
+
+
+def test_capturing_output_in_a_log_file_is_not_a_write() -> None:
+    assert not shell_command_mutates("make test 2>&1 | tee build.log")
+    assert not shell_command_mutates("pytest -q > out.log 2>&1")
+    assert not shell_command_mutates("python run.py | tee -a logs/run.txt")
+    assert shell_command_mutates("cat template | tee config.py")
 
 
 def test_a_write_in_a_chain_writes_even_when_the_line_fails() -> None:

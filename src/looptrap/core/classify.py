@@ -5,6 +5,7 @@ Every heuristic here can be overridden per tool through :class:`looptrap.ToolPol
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +17,7 @@ __all__ = [
     "WRITES_ANYWAY",
     "ResultFacts",
     "is_mutating",
+    "is_polling",
     "mutation",
     "result_facts",
     "shell_command_effect",
@@ -198,7 +200,9 @@ NO_WRITE, WRITES, WRITES_ANYWAY = 0, 1, 2
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _SEGMENTS = re.compile(r"&&|\|\||[;|\n&]")
-_REDIRECT = re.compile(r"(?<![<&0-9])(?:[0-9]?>>?|&>>?)\s*(?!&)(?!\s*/dev/(?:null|stdout|stderr)\b)\S")
+_REDIRECT = re.compile(r"(?<![<&0-9])(?:[0-9]?>>?|&>>?)\s*(?!&)(?!\s*/dev/(?:null|stdout|stderr)\b)([^\s;&|]+)")
+#: Capturing a command's output in a log file is not a change of the state being worked on.
+_LOG_FILE = re.compile(r"(?:\.(?:log|out)|(?:^|/)logs?/[^/]*)$", re.IGNORECASE)
 _PY_WRITE = re.compile(
     r"open\([^)]*['\"][wax]b?\+?['\"]|\.write_(?:text|bytes)\(|\.write\(|shutil\.|os\.(?:remove|unlink|rename|makedirs|mkdir)"
 )
@@ -216,12 +220,45 @@ def _words_mutate(name: str) -> bool | None:
         return True
     if low in READ_WORDS:
         return False
-    toks = _tokens(name)
-    if any(t in MUTATING_WORDS for t in toks):
-        return True
-    if any(t in READ_WORDS for t in toks):
-        return False
+    # Tool names read verb first ("get_deploy_diff", "github_create_issue"): the first known word decides.
+    for t in _tokens(name):
+        if t in MUTATING_WORDS:
+            return True
+        if t in READ_WORDS:
+            return False
     return None
+
+
+#: Name words of tools that wait for something to happen (a poll of the same call is expected to repeat).
+POLLING_WORDS = frozenset(
+    ["poll", "wait", "await", "receive", "watch", "tail", "listen", "consume", "subscribe", "sleep", "long_poll"]
+)
+#: Argument keys that make a call a long-poll (full name, case-insensitive; ``timeout`` alone does not).
+WAIT_KEYS = frozenset(
+    [
+        "wait",
+        "wait_s",
+        "wait_ms",
+        "wait_seconds",
+        "wait_time",
+        "wait_time_seconds",
+        "waittimeseconds",
+        "poll_interval",
+        "poll_interval_s",
+        "long_poll",
+        "block_ms",
+    ]
+)
+
+
+def is_polling(tool: str, args: Any) -> bool:
+    """Does this call wait for something to happen (a poll, a long-poll, a watch)? Its results then count as
+    pending: it may repeat with the same answer until the thing it waits for happens."""
+    if any(t in POLLING_WORDS for t in _tokens(tool)):
+        return True
+    if isinstance(args, Mapping):
+        return any(isinstance(k, str) and k.lower().replace("-", "_") in WAIT_KEYS for k in args)
+    return False
 
 
 def _strip_heredocs(cmd: str) -> str:
@@ -246,7 +283,8 @@ def shell_command_effect(cmd: str) -> int:
     plain = _QUOTED.sub("''", body)
     segments = [seg.split() for seg in _SEGMENTS.split(plain)]
     segments = [w for w in segments if w]
-    effect = WRITES if _REDIRECT.search(plain) else NO_WRITE
+    targets = _REDIRECT.findall(plain)
+    effect = WRITES if any(not _LOG_FILE.search(t) for t in targets) else NO_WRITE
     for words in segments:
         if effect:
             break
@@ -255,6 +293,10 @@ def shell_command_effect(cmd: str) -> int:
         if not words:
             continue
         head = words[0].rsplit("/", 1)[-1]
+        if head == "tee":
+            files = [w for w in words[1:] if not w.startswith("-")]
+            if files and all(_LOG_FILE.search(f) for f in files):
+                continue
         if (
             head in _SHELL_WRITERS
             or (head in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:]))
@@ -340,9 +382,9 @@ _ACK_TEXT = re.compile(
     r"(?:\s+(?:successfully|ok))?\W*$",
     re.IGNORECASE,
 )
-_PENDING_TEXT = re.compile(
-    r"\b(?:pending|running|in[ _-]progress|queued|processing|not\s+(?:yet\s+)?ready|waiting|starting|"
-    r"initializing|scheduled|building|deploying|provisioning)\b",
+_PENDING_TEXT = re.compile(  # letters-only boundaries, so UPDATE_IN_PROGRESS and job_running match
+    r"(?<![a-z])(?:pending|running|in[ _-]progress|queued|processing|not\s+(?:yet\s+)?ready|waiting|starting|"
+    r"initializing|scheduled|building|deploying|provisioning)(?![a-z])",
     re.IGNORECASE,
 )
 _TAGS = re.compile(r"<[^<>]{1,40}>")
@@ -353,6 +395,7 @@ _EXIT_META = re.compile(
 )
 _CONTENT = re.compile(r"[^\W_]")
 _COLLECTION_KEYS = ("results", "items", "data", "hits", "documents", "matches", "records", "entries", "rows")
+_STATUS_KEY = re.compile(r"status|state|phase", re.IGNORECASE)
 _COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
 _SHORT = 300
 _SHORT_MESSAGE = 160  # "not found" inside a longer text does not make it an empty result
@@ -442,8 +485,17 @@ def _outcome_facts(result: Mapping[str, Any], status: str) -> int:
 def _mapping_facts(result: Mapping[str, Any]) -> int:
     if not result:
         return ResultFacts.EMPTY
-    present = [k for k in _COLLECTION_KEYS if k in result]
-    if present and all(isinstance(result[k], (list, tuple)) and not result[k] for k in present):
+    if result.get("ok") is False or result.get("error") not in (None, False, "", [], {}):
+        return ResultFacts.ERROR
+    # Empty: at least one collection field, all collection fields empty, nothing else with content but
+    # scalars (a count, a cursor, an echo of the query).
+    lists = [v for v in result.values() if isinstance(v, (list, tuple))]
+    if (
+        lists
+        and not any(lists)
+        and not any(isinstance(v, Mapping) and v for v in result.values())
+        and all(not isinstance(result.get(k), int) or isinstance(result[k], bool) or not result[k] for k in _COUNT_KEYS)
+    ):
         return ResultFacts.EMPTY
     counts = [result[k] for k in _COUNT_KEYS if isinstance(result.get(k), int) and not isinstance(result[k], bool)]
     if counts and all(c == 0 for c in counts) and not any(result.get(k) for k in _COLLECTION_KEYS):
@@ -451,8 +503,7 @@ def _mapping_facts(result: Mapping[str, Any]) -> int:
     status = result.get("status")
     if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):
         return ResultFacts.ACK
-    if isinstance(status, str) and _PENDING_TEXT.search(status):
-        return ResultFacts.PENDING
-    if result.get("ok") is False or result.get("error") not in (None, False, ""):
-        return ResultFacts.ERROR
+    for key, value in itertools.islice(result.items(), 32):  # "status", "StackStatus", "job_state"...
+        if isinstance(value, str) and isinstance(key, str) and _STATUS_KEY.search(key) and _PENDING_TEXT.search(value):
+            return ResultFacts.PENDING
     return 0

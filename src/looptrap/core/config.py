@@ -43,6 +43,8 @@ class ToolPolicy:
     * ``keys``: only these argument keys make up the call's signature; ``key``: a function of the arguments
       whose return value is the signature instead.
     * ``fold_whitespace`` / ``fold_case``: compare string arguments with whitespace collapsed / case folded.
+    * ``polling``: ``True`` when the tool waits for something to happen (its repeated answers count as pending),
+      ``False`` to turn off the name/argument heuristic, ``None`` for the heuristic.
     * ``disable``: detector names turned off for this tool; ``limits``: per-detector thresholds,
       e.g. ``{"repeat": 5}``.
     """
@@ -53,6 +55,7 @@ class ToolPolicy:
     key: Callable[[Any], Any] | None = None
     fold_whitespace: bool = False
     fold_case: bool = False
+    polling: bool | None = None
     disable: Collection[str] = frozenset()
     limits: Mapping[str, int] = field(default_factory=dict)
 

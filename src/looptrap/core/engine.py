@@ -14,7 +14,7 @@ from typing import Any
 
 import xxhash
 
-from looptrap.core.classify import ARG_KEYS, NO_WRITE, WRITES, WRITES_ANYWAY, mutation, result_facts
+from looptrap.core.classify import ARG_KEYS, NO_WRITE, WRITES, WRITES_ANYWAY, is_polling, mutation, result_facts
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
 from looptrap.core.state import PREVIEWS, TOOLS, Entry, Flag, SessionState
@@ -60,7 +60,7 @@ def read_usage(usage: Any) -> Usage | None:
 class _ToolPlan:
     """Everything resolved once per tool name: its policy, canonicaliser and active detectors."""
 
-    __slots__ = ("canon", "checkers", "exempt", "name_mutates", "policy", "tool_key")
+    __slots__ = ("canon", "checkers", "exempt", "name_mutates", "name_polls", "policy", "tool_key")
 
     def __init__(self, tool: str, config: GuardConfig) -> None:
         self.policy = config.policy(tool)
@@ -69,6 +69,8 @@ class _ToolPlan:
         off = self.policy.disable
         self.checkers = tuple(d for d in config.detectors if d.name not in off and type(d).check is not Detector.check)
         self.name_mutates = mutation(tool, None)
+        polling = self.policy.polling
+        self.name_polls: bool | None = polling if polling is not None else (is_polling(tool, None) or None)
         self.tool_key = tool.encode("utf-8", "surrogatepass") + b"\x00"
 
 
@@ -131,7 +133,16 @@ class Engine:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
         effect = self._mutation(tool, args, digest, p)
-        return Call(tool, digest, preview, effect != NO_WRITE, at=at, writes_on_failure=effect == WRITES_ANYWAY)
+        polls = p.name_polls if p.name_polls is not None else is_polling(tool, args)
+        return Call(
+            tool,
+            digest,
+            preview,
+            effect != NO_WRITE,
+            at=at,
+            writes_on_failure=effect == WRITES_ANYWAY,
+            polling=polls,
+        )
 
     def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> int:
         rule = p.policy.mutating
@@ -192,6 +203,8 @@ class Engine:
         """After a call ran: remember its outcome. Returns the history entry."""
         self._add_usage(state, usage)
         flags = result_facts(result, is_error)
+        if call.polling and not flags & Flag.ERROR:
+            flags |= Flag.PENDING  # a poll waits for something to happen: the same answer again is expected
         rd, size = self._result_digest(result)
         if size > _LONG:
             flags |= Flag.LONG
@@ -199,6 +212,8 @@ class Engine:
             state.calls += 1
             call = dataclasses.replace(call, index=state.calls)
         p = self.plan(call.tool)
+        if call.mutating:
+            flags |= Flag.WRITE_ATTEMPT
         if call.mutating and (call.writes_on_failure or not flags & Flag.ERROR):
             flags |= Flag.MUTATED | Flag.NOVEL
             state.new_epoch()
@@ -224,8 +239,9 @@ class Engine:
         if flags & (Flag.ERROR | Flag.EMPTY) and self.config.previews and rd not in state.previews:
             state.remember(state.previews, rd, _excerpt(result), PREVIEWS)
         if not p.exempt:
+            at = call.at if call.at is not None else now  # the time the call arrived, else when it returned
             for d in self._observers:
-                d.observe(entry, state, now)
+                d.observe(entry, state, at)
         clean = bool(
             flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE))
         )

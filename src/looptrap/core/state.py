@@ -39,6 +39,7 @@ class Flag:
     MUTATED = 128  # a successful mutating call: starts a new epoch
     NOVEL = 256  # a result this tool had not returned since the last state change
     LONG = 512  # a result longer than a short status line
+    WRITE_ATTEMPT = 1024  # a mutating call, whether or not it succeeded
 
 
 class Entry(NamedTuple):

@@ -17,8 +17,8 @@ _RANK = {a: i for i, a in enumerate(ACTIONS)}
 class Call:
     """A tool call as the guard sees it: its tool, its signature digest, a short preview of its arguments,
     whether it changes state when it succeeds (``mutating``) or even when it fails (``writes_on_failure``:
-    a shell chain whose write ran before a later command failed), its 1-based index in the session and the
-    time it arrived."""
+    a shell chain whose write ran before a later command failed), whether it waits for something to happen
+    (``polling``), its 1-based index in the session and the time it arrived."""
 
     tool: str
     digest: int
@@ -27,6 +27,7 @@ class Call:
     index: int = 0
     at: float | None = None
     writes_on_failure: bool = False
+    polling: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,12 +67,13 @@ _DIGITS = tuple("0123456789")
 VOLATILE_TEXT: tuple[VolatileText, ...] = (
     # HTTP dates: Mon, 30 Nov 2026 05:19:53 GMT
     VolatileText(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: GMT)?", (" GMT",)),
-    # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds, durations
+    # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds of the years
+    # 2017-2033 (1.5e9 to 2e9 seconds), durations
     VolatileText(
         r"\d(?<![\w.]\d)(?:"
         r"\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
         r"|\d?:\d{2}:\d{2}(?:[.,]\d+)?(?!\w)"
-        r"|(?<=1)\d{9}(?:\d{3})?(?:\.\d+)?(?![\w.])"
+        r"|(?<=1)[5-9]\d{8}(?:\d{3})?(?:\.\d+)?(?![\w.])"
         r"|\d*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
         r")",
         _DIGITS,

@@ -31,7 +31,7 @@ class Drift(Detector):
 
     def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
         f = entry.flags
-        if f & (Flag.ERROR | Flag.MUTATED):
+        if f & (Flag.ERROR | Flag.MUTATED | Flag.PENDING):  # pending: a poll, not a search
             return
         slot: dict[str, Any] = state.slots.setdefault(self.name, {})
         if f & Flag.EMPTY or (f & Flag.LONG and not f & (Flag.NOVEL | Flag.ACK)):

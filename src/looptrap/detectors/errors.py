@@ -52,8 +52,9 @@ class ErrorRepeat(Detector):
                 mine = errors.pop(entry.tool, None) or {}
                 errors[entry.tool] = mine  # most recently failing tool last
                 ekey = str(entry.result)
-                count, hard_count, eidx = mine.pop(ekey, (0, 0, []))
-                mine[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index]]
+                count, hard_count, eidx, writes = mine.pop(ekey, (0, 0, [], 0))
+                write = 1 if entry.flags & Flag.WRITE_ATTEMPT else 0
+                mine[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index], writes | write]
                 _trim(mine, _PER_TOOL)
                 _trim(errors, _TOOLS)
             state.slots[self.name] = slot
@@ -76,9 +77,9 @@ class ErrorRepeat(Detector):
                 evidence=(*mine[2], call.index),
                 count=mine[0] + 1,
             )
-        if call.mutating:  # changing something is what this signal asks for
-            return None
-        for ekey, (count, hard, idx) in (slot["errors"].get(call.tool) or {}).items():
+        for ekey, (count, hard, idx, writes) in (slot["errors"].get(call.tool) or {}).items():
+            if call.mutating and not writes:
+                continue  # a write after failed reads is the change this signal asks for, not more of the same
             if count >= self.same_error or hard >= self.same_error_non_retryable:
                 excerpt = preview(state, int(ekey), "")
                 said = f": {excerpt}" if excerpt else ""
