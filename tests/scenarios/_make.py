@@ -755,10 +755,11 @@ def error_pytest_rerun_without_edit() -> Trace:
     t.turn()
     t.call("bash", test, fail.replace("0.84s", "0.91s"), error=True)
     t.turn()
-    # bash has now returned the same error 3 times in this epoch (durations are scrubbed): the next call
-    # to the tool is intercepted whatever its arguments, here the re-cat. Cycle: 3 stale calls so far.
-    at = t.call("bash", cat, tax)
-    t.call("bash", test, fail, error=True)
+    # The pytest command has now failed 3 times in this epoch (durations are scrubbed). Errors count per
+    # program of a shell tool, so the re-cat (call 9) is not intercepted; the identical test call after it
+    # is (ErrorRepeat, 3 failures). Cycle would fire on it too (stale run 4), but ErrorRepeat comes first.
+    t.call("bash", cat, tax)
+    at = t.call("bash", test, fail, error=True)
     return t.loop("error_repeat", at, onset, "Failing test re-run, file re-read, no edit in between.")
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "WRITES",
     "WRITES_ANYWAY",
     "ResultFacts",
+    "call_family",
     "is_mutating",
     "is_polling",
     "mutation",
@@ -315,24 +316,52 @@ def shell_command_mutates(cmd: str) -> bool:
     return shell_command_effect(cmd) != NO_WRITE
 
 
+def _shell_line(tool: str, args: Any) -> str | None:
+    if isinstance(args, str):
+        return args if tool.lower() in _SHELL_TOOLS else None
+    if not isinstance(args, Mapping):
+        return None
+    low = tool.lower()
+    for key in _COMMAND_KEYS:
+        cmd = args.get(key)
+        if isinstance(cmd, str) and (low in _SHELL_TOOLS or " " in cmd.strip()):
+            return cmd
+        if isinstance(cmd, list) and low in _SHELL_TOOLS and all(isinstance(c, str) for c in cmd):
+            return " ".join(cmd)
+    return None
+
+
+_SKIP_PROGRAMS = frozenset(["cd", "export", "set", "source", ".", "pushd", "popd", "true", "echo"])
+
+
+def call_family(tool: str, args: Any) -> str:
+    """The tool, or for a shell tool the tool and the program its command runs (``bash:pytest``): errors and
+    fruitless searches are counted per family, so a failing ``pytest`` says nothing about a later ``cat``."""
+    line = _shell_line(tool, args)
+    if line is None:
+        return tool
+    plain = _QUOTED.sub("''", _strip_heredocs(line))
+    for seg in _SEGMENTS.split(plain):
+        words = seg.split()
+        while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS or words[0].isdigit()):
+            words = words[1:]
+        if words and words[0] not in _SKIP_PROGRAMS:
+            return f"{tool}:{words[0].rsplit('/', 1)[-1]}"
+    return tool
+
+
 def mutation(tool: str, args: Any) -> int:
     """Like :func:`is_mutating`, as ``NO_WRITE``, ``WRITES`` or ``WRITES_ANYWAY`` (shell chains)."""
+    line = _shell_line(tool, args)
+    if line is not None:
+        return shell_command_effect(line)
     if isinstance(args, Mapping):
-        low = tool.lower()
-        for key in _COMMAND_KEYS:
-            cmd = args.get(key)
-            if isinstance(cmd, str) and (low in _SHELL_TOOLS or " " in cmd.strip()):
-                return shell_command_effect(cmd)
-            if isinstance(cmd, list) and low in _SHELL_TOOLS and all(isinstance(c, str) for c in cmd):
-                return shell_command_effect(" ".join(cmd))
         for key in _SUBCOMMAND_KEYS:
             sub = args.get(key)
             if isinstance(sub, str) and sub and " " not in sub:
                 verdict = _words_mutate(sub)
                 if verdict is not None:
                     return WRITES if verdict else NO_WRITE
-    elif isinstance(args, str) and tool.lower() in _SHELL_TOOLS:
-        return shell_command_effect(args)
     return WRITES if _words_mutate(tool) else NO_WRITE
 
 

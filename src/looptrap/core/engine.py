@@ -14,7 +14,16 @@ from typing import Any
 
 import xxhash
 
-from looptrap.core.classify import ARG_KEYS, NO_WRITE, WRITES, WRITES_ANYWAY, is_polling, mutation, result_facts
+from looptrap.core.classify import (
+    ARG_KEYS,
+    NO_WRITE,
+    WRITES,
+    WRITES_ANYWAY,
+    call_family,
+    is_polling,
+    mutation,
+    result_facts,
+)
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
 from looptrap.core.state import PREVIEWS, TOOLS, Entry, Flag, SessionState
@@ -85,7 +94,7 @@ class Engine:
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
-        self._mutating_cache: dict[int, int] = {}
+        self._mutating_cache: dict[int, tuple[int, str]] = {}
         budgets = self.config.budgets
         self._budgets = (
             budgets
@@ -132,7 +141,7 @@ class Engine:
         if self.config.previews:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
-        effect = self._mutation(tool, args, digest, p)
+        effect, family = self._mutation(tool, args, digest, p)
         polls = p.name_polls if p.name_polls is not None else is_polling(tool, args)
         return Call(
             tool,
@@ -142,26 +151,30 @@ class Engine:
             at=at,
             writes_on_failure=effect == WRITES_ANYWAY,
             polling=polls,
+            family=family,
         )
 
-    def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> int:
+    def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> tuple[int, str]:
+        """The call's effect (``NO_WRITE``, ``WRITES``, ``WRITES_ANYWAY``) and family."""
+        if not (isinstance(args, Mapping) and any(k in args for k in ARG_KEYS)) and not isinstance(args, str):
+            effect, family = p.name_mutates, tool
+        else:
+            hit = self._mutating_cache.get(digest)
+            if hit is None:
+                hit = (mutation(tool, args), call_family(tool, args))
+                if len(self._mutating_cache) >= 8192:
+                    self._mutating_cache.clear()
+                self._mutating_cache[digest] = hit
+            effect, family = hit
         rule = p.policy.mutating
         if rule is not None:
             if isinstance(rule, bool):
-                return WRITES if rule else NO_WRITE
+                return (WRITES if rule else NO_WRITE), family
             try:
-                return WRITES if rule(tool, args) else NO_WRITE
+                return (WRITES if rule(tool, args) else NO_WRITE), family
             except Exception:  # noqa: BLE001 - a broken rule: fall back to the heuristic
                 pass
-        if not (isinstance(args, Mapping) and any(k in args for k in ARG_KEYS)) and not isinstance(args, str):
-            return p.name_mutates
-        hit = self._mutating_cache.get(digest)
-        if hit is None:
-            hit = mutation(tool, args)
-            if len(self._mutating_cache) >= 8192:
-                self._mutating_cache.clear()
-            self._mutating_cache[digest] = hit
-        return hit
+        return effect, family
 
     def check(self, state: SessionState, call: Call, now: float | None = None) -> tuple[Call, Verdict]:
         """Before a call runs: count it, and decide. Returns the call (with its index) and the verdict."""
@@ -234,7 +247,7 @@ class Engine:
         if p.exempt:
             flags &= ~Flag.STALE
             state.stale_run = 0
-        entry = Entry(call.digest, call.tool, rd, flags, call.index)
+        entry = Entry(call.digest, call.family or call.tool, rd, flags, call.index)
         state.history.append(entry)
         if flags & (Flag.ERROR | Flag.EMPTY) and self.config.previews and rd not in state.previews:
             state.remember(state.previews, rd, _excerpt(result), PREVIEWS)

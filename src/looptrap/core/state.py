@@ -43,7 +43,7 @@ class Flag:
 
 
 class Entry(NamedTuple):
-    """One completed call in the history window."""
+    """One completed call in the history window (``tool`` is the call's family: ``bash:pytest`` for a shell)."""
 
     digest: int
     tool: str

@@ -18,7 +18,8 @@ class Call:
     """A tool call as the guard sees it: its tool, its signature digest, a short preview of its arguments,
     whether it changes state when it succeeds (``mutating``) or even when it fails (``writes_on_failure``:
     a shell chain whose write ran before a later command failed), whether it waits for something to happen
-    (``polling``), its 1-based index in the session and the time it arrived."""
+    (``polling``), its 1-based index in the session, the time it arrived, and its ``family``: the tool, or for
+    a shell tool the tool and the program it runs (``bash:pytest``)."""
 
     tool: str
     digest: int
@@ -28,6 +29,7 @@ class Call:
     at: float | None = None
     writes_on_failure: bool = False
     polling: bool = False
+    family: str = ""
 
 
 @dataclass(frozen=True, slots=True)

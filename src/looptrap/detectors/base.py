@@ -93,3 +93,10 @@ class Detector:
 def preview(state: SessionState, digest: int, tool: str) -> str:
     """The remembered preview of a call, or its tool name when previews are off or evicted."""
     return state.previews.get(digest) or tool
+
+
+def label(call: Call) -> str:
+    """How messages name a call's family: ``search_docs``, or ``bash (pytest)`` for a shell command."""
+    if call.family and call.family != call.tool:
+        return f"{call.tool} ({call.family[len(call.tool) + 1 :]})"
+    return call.tool

@@ -8,7 +8,7 @@ from typing import Any
 from looptrap.core.config import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
-from looptrap.detectors.base import Detector, preview
+from looptrap.detectors.base import Detector, label, preview
 
 __all__ = ["Drift"]
 
@@ -47,7 +47,7 @@ class Drift(Detector):
         slot = state.slots.get(self.name)
         if not slot or call.mutating:
             return None
-        got = slot.get(call.tool)
+        got = slot.get(call.family or call.tool)
         n = self.limit(policy)
         if not got or got[0] < n:
             return None
@@ -58,7 +58,7 @@ class Drift(Detector):
             if item not in tried:
                 tried.append(item)
         return self.signal(
-            f"You have called {call.tool} {count} times with different arguments and none of the calls returned "
+            f"You have called {label(call)} {count} times with different arguments and none of the calls returned "
             f"anything new. Tried: {'; '.join(tried)}. Rewording the request again is unlikely to help. Use what "
             f"you already found, try a different tool or source, or ask for what is missing.",
             tool=call.tool,

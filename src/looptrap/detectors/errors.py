@@ -8,7 +8,7 @@ from typing import Any
 from looptrap.core.config import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
-from looptrap.detectors.base import Detector, preview
+from looptrap.detectors.base import Detector, label, preview
 
 __all__ = ["ErrorRepeat"]
 
@@ -77,14 +77,14 @@ class ErrorRepeat(Detector):
                 evidence=(*mine[2], call.index),
                 count=mine[0] + 1,
             )
-        for ekey, (count, hard, idx, writes) in (slot["errors"].get(call.tool) or {}).items():
+        for ekey, (count, hard, idx, writes) in (slot["errors"].get(call.family or call.tool) or {}).items():
             if call.mutating and not writes:
                 continue  # a write after failed reads is the change this signal asks for, not more of the same
             if count >= self.same_error or hard >= self.same_error_non_retryable:
                 excerpt = preview(state, int(ekey), "")
                 said = f": {excerpt}" if excerpt else ""
                 return self.signal(
-                    f"{call.tool} has returned the same error {count} times with different arguments since the "
+                    f"{label(call)} has returned the same error {count} times with different arguments since the "
                     f"last change{said}. Changing the arguments has not helped. Fix the cause, use another tool, "
                     f"or report what is failing.",
                     tool=call.tool,
