@@ -21,6 +21,7 @@ __all__ = ["Guard"]
 log = logging.getLogger("looptrap")
 log.addHandler(logging.NullHandler())
 F = TypeVar("F", bound=Callable[..., Any])
+_TURN_MEMORY = 256  # tool names and signals kept for the per-turn log record
 _PENDING = 8192  # checked calls awaiting their result (parallel and async calls in flight)
 
 
@@ -84,10 +85,11 @@ class Guard:
                 call, verdict = self._engine.check(self._state, call, now)
                 if verdict.allowed:
                     self._remember_pending(call.tool, args, call)
-                self._turn_tools.append(call.tool)
-                if verdict is not ALLOW:
+                if len(self._turn_tools) < _TURN_MEMORY:  # bounded even if end_turn is never called
+                    self._turn_tools.append(call.tool)
+                if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
                     self._turn_signals.append(verdict.reason or verdict.action)
-            if verdict is not ALLOW:
+            if verdict.signals:  # a sticky halt repeated on every later call is logged once, when it happened
                 self._log_verdict(verdict, call)
             return verdict
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
@@ -128,10 +130,10 @@ class Guard:
                 verdict = self._engine.end_turn(
                     self._state, progress=state, usage=usage, text=text, error=error, now=self._now()
                 )
-                if verdict is not ALLOW:
+                if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
                     self._turn_signals.append(verdict.reason or verdict.action)
-                self._log_turn(state is not None)
-            if verdict is not ALLOW:
+                self._log_turn()
+            if verdict.signals:
                 self._log_verdict(verdict, None)
             return verdict
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
@@ -290,7 +292,7 @@ class Guard:
             extra["args_preview"] = call.preview if call else None
         self._log.log(level, "looptrap %s: %s", verdict.action, verdict.reason, extra=extra)
 
-    def _log_turn(self, has_state: bool) -> None:
+    def _log_turn(self) -> None:
         tools, signals, progressed = self._turn_tools, self._turn_signals, self._turn_progress
         self._turn_tools, self._turn_signals, self._turn_progress = [], [], False
         if not self._log.isEnabledFor(logging.INFO):
