@@ -31,6 +31,21 @@ class Budgets:
     max_seconds: float | None = None
     soft: float | None = 0.8
 
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set (the engine skips budget checks entirely otherwise)."""
+        return any(
+            v is not None
+            for v in (
+                self.max_turns,
+                self.max_tool_calls,
+                self.max_calls_per_tool,
+                self.max_tokens,
+                self.max_cost_usd,
+                self.max_seconds,
+            )
+        )
+
     def _limit_for_tool(self, tool: str) -> int | None:
         m = self.max_calls_per_tool
         if m is None or isinstance(m, int):

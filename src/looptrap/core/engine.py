@@ -7,7 +7,6 @@ clocks, locks, logging and stores live in the drivers around it.
 
 from __future__ import annotations
 
-import dataclasses
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -95,22 +94,7 @@ class Engine:
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
         self._mutating_cache: dict[int, tuple[int, str]] = {}
-        budgets = self.config.budgets
-        self._budgets = (
-            budgets
-            if any(
-                v is not None
-                for v in (
-                    budgets.max_turns,
-                    budgets.max_tool_calls,
-                    budgets.max_calls_per_tool,
-                    budgets.max_tokens,
-                    budgets.max_cost_usd,
-                    budgets.max_seconds,
-                )
-            )
-            else None
-        )
+        self._budgets = self.config.budgets if self.config.budgets.active else None
 
     # -- calls --------------------------------------------------------------------------------------
     def plan(self, tool: str) -> _ToolPlan:
@@ -180,7 +164,7 @@ class Engine:
         """Before a call runs: count it, and decide. Returns the call (with its index) and the verdict."""
         state.calls += 1
         state.turn_calls += 1
-        call = dataclasses.replace(call, index=state.calls)
+        call = call.numbered(state.calls)
         if state.started is None and now is not None:
             state.started = now
         per = state.per_tool
@@ -223,7 +207,7 @@ class Engine:
             flags |= Flag.LONG
         if call.index == 0:  # recorded without a check (e.g. a replayed result): still counts as a call
             state.calls += 1
-            call = dataclasses.replace(call, index=state.calls)
+            call = call.numbered(state.calls)
         p = self.plan(call.tool)
         if call.mutating:
             flags |= Flag.WRITE_ATTEMPT

@@ -31,6 +31,20 @@ class Call:
     polling: bool = False
     family: str = ""
 
+    def numbered(self, index: int) -> Call:
+        """This call with its index in the session (a plain constructor call: this is on the per-call path)."""
+        return Call(
+            self.tool,
+            self.digest,
+            self.preview,
+            self.mutating,
+            index,
+            self.at,
+            self.writes_on_failure,
+            self.polling,
+            self.family,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Signal:
