@@ -20,6 +20,8 @@ __all__ = [
     "is_mutating",
     "is_polling",
     "mutation",
+    "polls_by_args",
+    "polls_by_name",
     "result_facts",
     "shell_command_effect",
     "shell_command_mutates",
@@ -255,11 +257,19 @@ WAIT_KEYS = frozenset(
 def is_polling(tool: str, args: Any) -> bool:
     """Does this call wait for something to happen (a poll, a long-poll, a watch)? Its results then count as
     pending: it may repeat with the same answer until the thing it waits for happens."""
-    if any(t in POLLING_WORDS for t in _tokens(tool)):
-        return True
-    if isinstance(args, Mapping):
-        return any(isinstance(k, str) and k.lower().replace("-", "_") in WAIT_KEYS for k in args)
-    return False
+    return polls_by_name(tool) or polls_by_args(args)
+
+
+def polls_by_name(tool: str) -> bool:
+    """The tool's name says it waits (``poll_job``, ``wait_for_run``, ``receive_messages``)."""
+    return any(t in POLLING_WORDS for t in _tokens(tool))
+
+
+def polls_by_args(args: Any) -> bool:
+    """The call has a wait argument (``wait_s``, ``WaitTimeSeconds``...)."""
+    if not isinstance(args, Mapping):
+        return False
+    return any(isinstance(k, str) and k.lower().replace("-", "_") in WAIT_KEYS for k in args)
 
 
 def _strip_heredocs(cmd: str) -> str:
@@ -389,6 +399,7 @@ _EMPTY_ANYWHERE = re.compile(
     re.IGNORECASE,
 )
 #: Words one of which an empty-result text contains (a cheap gate before the regexes).
+_EMPTY_ANYWHERE_WORDS = ("found", "match", "returned", "yielded")
 _EMPTY_WORDS = ("no", "0", "zero", "nothing", "none", "null", "nil", "empty", "n/a", "[]", "{}", "not", "didn")
 _PENDING_WORDS = (
     "pending",
@@ -481,8 +492,10 @@ def _text_facts(text: str) -> int:
         text = _EXIT_META.sub("", text)
     if not _CONTENT.search(_TAGS.sub("", text)):  # only an exit code and markup: no output
         return ResultFacts.EMPTY
-    if any(map(low.__contains__, _EMPTY_WORDS)) and (
-        _EMPTY_TEXT.match(text) or (len(text) <= _SHORT_MESSAGE and _EMPTY_ANYWHERE.search(text))
+    if (any(map(low.__contains__, _EMPTY_WORDS)) and _EMPTY_TEXT.match(text)) or (
+        len(text) <= _SHORT_MESSAGE
+        and any(map(low.__contains__, _EMPTY_ANYWHERE_WORDS))
+        and _EMPTY_ANYWHERE.search(text)
     ):
         return ResultFacts.EMPTY
     if len(text) <= 64 and _ACK_TEXT.match(text):

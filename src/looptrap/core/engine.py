@@ -19,8 +19,9 @@ from looptrap.core.classify import (
     WRITES,
     WRITES_ANYWAY,
     call_family,
-    is_polling,
     mutation,
+    polls_by_args,
+    polls_by_name,
     result_facts,
 )
 from looptrap.core.config import GuardConfig
@@ -34,7 +35,7 @@ __all__ = ["Engine", "Usage", "read_usage"]
 
 PREVIEW_CHARS = 120
 _LONG = 64
-_MAX_RESULT_TEXT = 1 << 16  # text results above 64 KiB are hashed as they are, without volatile scrubbing
+_SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
 
 Usage = tuple[int, float | None]
 
@@ -78,7 +79,7 @@ class _ToolPlan:
         self.checkers = tuple(d for d in config.detectors if d.name not in off and type(d).check is not Detector.check)
         self.name_mutates = mutation(tool, None)
         polling = self.policy.polling
-        self.name_polls: bool | None = polling if polling is not None else (is_polling(tool, None) or None)
+        self.name_polls: bool | None = polling if polling is not None else (polls_by_name(tool) or None)
         self.tool_key = tool.encode("utf-8", "surrogatepass") + b"\x00"
 
 
@@ -90,6 +91,7 @@ class Engine:
         self._plans: dict[str, _ToolPlan] = {}
         self._result_canon: Canonicaliser = self.config.result_canonicaliser()
         self._scrub = text_scrubber(self.config.result_volatile_text)
+        self._scrubbed: dict[int, int] = {}
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
@@ -126,7 +128,7 @@ class Engine:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
         effect, family = self._mutation(tool, args, digest, p)
-        polls = p.name_polls if p.name_polls is not None else is_polling(tool, args)
+        polls = p.name_polls if p.name_polls is not None else polls_by_args(args)
         return Call(
             tool,
             digest,
@@ -140,7 +142,7 @@ class Engine:
 
     def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> tuple[int, str]:
         """The call's effect (``NO_WRITE``, ``WRITES``, ``WRITES_ANYWAY``) and family."""
-        if not (isinstance(args, Mapping) and any(k in args for k in ARG_KEYS)) and not isinstance(args, str):
+        if not (isinstance(args, Mapping) and not ARG_KEYS.isdisjoint(args)) and not isinstance(args, str):
             effect, family = p.name_mutates, tool
         else:
             hit = self._mutating_cache.get(digest)
@@ -248,12 +250,29 @@ class Engine:
     def _result_digest(self, result: Any) -> tuple[int, int]:
         if type(result) is str:
             size = len(result)
-            if size > _MAX_RESULT_TEXT or self._scrub is None:
-                return digest_text(result), size
-            text = result if result.isascii() else unicodedata.normalize("NFC", result)
-            return digest_text(self._scrub(text)), size
+            raw = digest_text(result)
+            if self._scrub is None:
+                return raw, size
+            hit = self._scrubbed.get(raw)  # the same text again (a re-read, a loop): no second scrub
+            if hit is None:
+                hit = digest_text(self._scrub_text(result))
+                if len(self._scrubbed) >= 8192:
+                    self._scrubbed.clear()
+                self._scrubbed[raw] = hit
+            return hit, size
         data = self._result_canon.encode(result)
         return xxhash.xxh3_64_intdigest(data), len(data)
+
+    def _scrub_text(self, text: str) -> str:
+        scrub = self._scrub
+        assert scrub is not None
+        if not text.isascii():
+            text = unicodedata.normalize("NFC", text)
+        if len(text) <= 2 * _SCRUB_EDGE:
+            return scrub(text)
+        # Long outputs: timestamps sit in the first lines, durations and summaries in the last ones.
+        # Scrubbing costs time in proportion to the text, so the middle is compared as it is.
+        return f"{scrub(text[:_SCRUB_EDGE])}\x00{text[_SCRUB_EDGE:-_SCRUB_EDGE]}\x00{scrub(text[-_SCRUB_EDGE:])}"
 
     # -- turns --------------------------------------------------------------------------------------
     def end_turn(

@@ -91,7 +91,7 @@ class Canonicaliser:
     def encode(self, value: Any) -> bytes:
         """Canonical JSON bytes of ``value``; never raises."""
         try:
-            if type(value) is dict and self._text is None:
+            if type(value) is dict:
                 fast = self._flat(value)
                 if fast is not None:
                     return fast
@@ -113,6 +113,9 @@ class Canonicaliser:
                     return None
             elif v is not None and t is not bool:
                 return None
+        text = self._text
+        if text is not None:
+            d = {k: text(v) if type(v) is str else v for k, v in d.items()}
         return orjson.dumps(d, option=_SORT)
 
     def canon(self, v: Any, depth: int, path: tuple[int, ...]) -> Any:

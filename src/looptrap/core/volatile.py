@@ -51,43 +51,42 @@ RESULT_VOLATILE_KEYS = (
 
 
 class VolatileText(NamedTuple):
-    """A pattern of volatile text, tried only when the text contains one of ``requires`` (all texts when empty).
-
-    The gate is a plain substring test, which costs next to nothing, so most results skip most patterns.
-    """
+    """A pattern of volatile text and its gate: the pattern is only tried on a text that contains one of
+    ``requires`` (plain substrings, next to free to test) and in which ``gate`` (a regex that starts with a
+    literal, so it is fast to search) is found. Without a gate the pattern is tried on every text."""
 
     pattern: str
     requires: tuple[str, ...] = ()
+    gate: str | None = None
 
 
-_DIGITS = tuple("0123456789")
+_HEX = "[0-9a-fA-F]"
 
-#: Substrings of result text replaced by a placeholder. Each pattern starts with a digit or a literal, so the
-#: regex engine can skip ahead; word boundaries are checked with a look-behind after the first character.
+#: Substrings of result text replaced by a placeholder. The regex engine scans fastest for patterns that
+#: start with a literal or a small character class, so each pattern starts that way (word boundaries are
+#: checked by a look-behind after the first character) or is gated by a cheap test.
+#: Long hex strings are not volatile by default: git commit ids and content hashes mean something.
 VOLATILE_TEXT: tuple[VolatileText, ...] = (
     # HTTP dates: Mon, 30 Nov 2026 05:19:53 GMT
     VolatileText(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: GMT)?", (" GMT",)),
     # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds of the years
-    # 2017-2033 (1.5e9 to 2e9 seconds), durations
+    # 2017-2033 (1.5e9 to 2e9 seconds), durations (0.23s, 120 ms, 3 seconds)
     VolatileText(
-        r"\d(?<![\w.]\d)(?:"
+        r"[0-9](?<![\w.][0-9])(?:"
         r"\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
         r"|\d?:\d{2}:\d{2}(?:[.,]\d+)?(?!\w)"
         r"|(?<=1)[5-9]\d{8}(?:\d{3})?(?:\.\d+)?(?![\w.])"
         r"|\d*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
-        r")",
-        _DIGITS,
+        r")"
     ),
     # UUIDs
     VolatileText(
-        r"[0-9a-fA-F](?<![\w-][0-9a-fA-F])[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
-        r"[0-9a-fA-F]{12}(?![\w-])",
+        rf"{_HEX}(?<![\w-]{_HEX}){_HEX}{{7}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}(?![\w-])",
         ("-",),
+        rf"-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-",
     ),
     # memory addresses
     VolatileText(r"0(?<!\w0)x[0-9a-fA-F]{6,}(?!\w)", ("0x",)),
-    # long hex ids (request ids, run hashes): 16+ hex digits mixing digits and letters
-    VolatileText(r"[0-9a-f](?<!\w[0-9a-f])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{15,}(?!\w)", _DIGITS),
     # process ids
     VolatileText(r"(?<!\w)(?:pid|PID|process)[ =:#]\s?\d+(?!\w)", ("pid", "PID", "process")),
     # temporary paths
@@ -112,20 +111,27 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     """A function replacing volatile substrings by ``<*>``; plain strings are patterns tried on every text."""
     if not patterns:
         return None
-    compiled = [
-        (re.compile(p).sub, ()) if isinstance(p, str) else (re.compile(p.pattern).sub, p.requires) for p in patterns
-    ]
+    steps = []
+    for p in patterns:
+        v = VolatileText(p) if isinstance(p, str) else p
+        gate = re.compile(v.gate).search if v.gate else None
+        steps.append((re.compile(v.pattern).sub, v.requires, gate))
+
     has_digit = re.compile(r"[0-9]").search
+    hints = ("/tmp/", "/var/folders/", "\\Temp\\")
+    defaults = all(not isinstance(p, str) for p in patterns) and set(patterns) <= set(VOLATILE_TEXT)
 
     def scrub(text: str) -> str:
-        digits: bool | None = None
-        for sub, requires in compiled:
-            if requires is _DIGITS:
-                if digits is None:
-                    digits = has_digit(text) is not None
-                if not digits:
+        if defaults and has_digit(text) is None and not any(h in text for h in hints):
+            return text  # every default pattern needs a digit or a temp path
+        for sub, requires, gate in steps:
+            if requires:
+                for r in requires:
+                    if r in text:
+                        break
+                else:
                     continue
-            elif requires and not any(map(text.__contains__, requires)):
+            if gate is not None and gate(text) is None:
                 continue
             text = sub("<*>", text)
         return text
