@@ -71,10 +71,10 @@ class _ToolPlan:
 
     __slots__ = ("canon", "checkers", "exempt", "name_mutates", "name_polls", "policy", "tool_key")
 
-    def __init__(self, tool: str, config: GuardConfig) -> None:
+    def __init__(self, tool: str, config: GuardConfig, canon: Canonicaliser) -> None:
         self.policy = config.policy(tool)
         self.exempt = self.policy.exempt
-        self.canon = config.arg_canonicaliser(self.policy)
+        self.canon = canon
         off = self.policy.disable
         self.checkers = tuple(d for d in config.detectors if d.name not in off and type(d).check is not Detector.check)
         self.name_mutates = mutation(tool, None)
@@ -89,6 +89,7 @@ class Engine:
     def __init__(self, config: GuardConfig | None = None) -> None:
         self.config = config or GuardConfig()
         self._plans: dict[str, _ToolPlan] = {}
+        self._canons: dict[int, Canonicaliser] = {}  # by id of a policy held by the configuration
         self._result_canon: Canonicaliser = self.config.result_canonicaliser()
         self._scrub = text_scrubber(self.config.result_volatile_text)
         self._scrubbed: dict[int, int] = {}
@@ -102,8 +103,12 @@ class Engine:
     def plan(self, tool: str) -> _ToolPlan:
         p = self._plans.get(tool)
         if p is None:
-            p = _ToolPlan(tool, self.config)
-            if len(self._plans) < 4096:
+            policy = self.config.policy(tool)
+            canon = self._canons.get(id(policy))  # tools sharing a policy share its canonicaliser
+            if canon is None:
+                canon = self._canons[id(policy)] = self.config.arg_canonicaliser(policy)
+            p = _ToolPlan(tool, self.config, canon)
+            if len(self._plans) < 1024:
                 self._plans[tool] = p
         return p
 
