@@ -7,15 +7,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import IO, Any
 
-from looptrap.analysis.trace import Event
+import xxhash
+
+from looptrap.analysis.trace import Event, TraceError, iter_events
 from looptrap.core.config import GuardConfig
 from looptrap.core.engine import Engine
 from looptrap.core.state import SessionState
 from looptrap.core.types import ALLOW, Call, Verdict
 
-__all__ = ["Replayer", "SessionReport", "replay"]
+__all__ = ["Replayer", "SessionReport", "replay", "replay_file"]
 
 log = logging.getLogger("looptrap.replay")
 MAX_SIGNALS = 200
@@ -33,6 +36,7 @@ class SessionReport:
     halted_at: dict[str, Any] | None = None
     signals_dropped: int = 0
     orphan_results: int = 0
+    first_line: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` line for this session (the public report format)."""
@@ -52,9 +56,10 @@ class SessionReport:
 
 
 class _Session:
-    __slots__ = ("by_id", "by_tool", "report", "state", "text")
+    __slots__ = ("by_id", "by_tool", "first_line", "report", "state", "text")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, first_line: int = 0) -> None:
+        self.first_line = first_line
         self.state = SessionState(run_id=name)
         self.report = SessionReport(name)
         self.by_id: dict[str, Call] = {}
@@ -81,7 +86,7 @@ class Replayer:
             return
         s = self.sessions.get(event.session)
         if s is None:
-            s = self.sessions[event.session] = _Session(event.session)
+            s = self.sessions[event.session] = _Session(event.session, event.line)
         handler(self, s, event)
 
     def reports(self) -> list[SessionReport]:
@@ -170,6 +175,68 @@ _HANDLERS = {
     "turn_end": Replayer._turn_end,
     "text": Replayer._text,
 }
+
+
+def replay_file(
+    path: str,
+    *,
+    jobs: int = 1,
+    skip_invalid: bool = False,
+    config: GuardConfig | None = None,
+    warn: Callable[[str], None] | None = None,
+    lines: Callable[[IO[bytes]], Iterable[bytes]] | None = None,
+) -> tuple[list[SessionReport], list[TraceError]]:
+    """Replay a trace file, with ``jobs`` processes (sessions are independent: each process reads the whole
+    file and replays the sessions whose name hashes to it). Returns the reports in order of first appearance
+    and the skipped invalid lines. Raises :class:`TraceError` on a malformed line unless ``skip_invalid``.
+    ``lines`` wraps the open file (a progress bar); only the first process applies it, and only it warns."""
+    global _SHARD_JOB
+    job = (path, jobs, skip_invalid, config, warn, lines)
+    if jobs <= 1:
+        return _replay_shard_of(job, 0)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _SHARD_JOB = job  # inherited by the forked workers: nothing unpicklable crosses a pipe
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_replay_shard, range(jobs)))
+    finally:
+        _SHARD_JOB = None
+    reports = sorted((r for part, _ in parts for r in part), key=lambda r: r.first_line)
+    return reports, parts[0][1]
+
+
+_Job = tuple[str, int, bool, "GuardConfig | None", "Callable[[str], None] | None", Any]
+_SHARD_JOB: _Job | None = None
+
+
+def _replay_shard(shard: int) -> tuple[list[SessionReport], list[TraceError]]:
+    assert _SHARD_JOB is not None
+    return _replay_shard_of(_SHARD_JOB, shard)
+
+
+def _replay_shard_of(job: _Job, shard: int) -> tuple[list[SessionReport], list[TraceError]]:
+    path, jobs, skip_invalid, config, warn, lines = job
+    errors: list[TraceError] = []
+    r = Replayer(config, warn=warn if shard == 0 else _quiet)
+    with open(path, "rb") as fh:
+        source: Iterable[bytes] = lines(fh) if lines is not None and shard == 0 else fh
+        keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
+        for ev in iter_events(source, name=path, skip_invalid=skip_invalid, errors=errors, keep=keep):
+            r.feed(ev)
+    reports = r.reports()
+    for rep, sess in zip(reports, r.sessions.values(), strict=True):
+        rep.first_line = sess.first_line
+    return reports, errors
+
+
+def _owned(session: str, *, jobs: int, shard: int) -> bool:
+    return xxhash.xxh3_64_intdigest(session.encode("utf-8", "surrogatepass")) % jobs == shard
+
+
+def _quiet(_text: str) -> None:
+    pass
 
 
 def replay(events: Iterable[Event], config: GuardConfig | None = None) -> list[SessionReport]:

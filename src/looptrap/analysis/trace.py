@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 import orjson
 
-__all__ = ["EVENT_TYPES", "Event", "TraceError", "iter_events", "parse_event"]
+__all__ = ["EVENT_TYPES", "Event", "TraceError", "event_from", "iter_events", "parse_event", "session_of"]
 
 EVENT_TYPES = frozenset({"tool_call", "tool_result", "turn_end", "text"})
 
@@ -27,8 +27,11 @@ class TraceError(ValueError):
         self.reason = reason
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, str]]:
+        return (TraceError, (self.where, self.reason))
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)  # not frozen: one is built per event, and frozen dataclasses are slow to build
 class Event:
     """One parsed trace event (``data`` is the whole JSON object)."""
 
@@ -46,12 +49,25 @@ def parse_event(raw: bytes | str, where: str, line: int) -> Event:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise TraceError(where, f"not valid JSON ({exc.msg})") from None
+    return event_from(obj, where, line)
+
+
+def session_of(obj: Any) -> str | None:
+    """The session of a decoded event, as the reader normalises it (``None`` if it has none)."""
     if not isinstance(obj, dict):
-        raise TraceError(where, f"an event must be a JSON object, got {type(obj).__name__}")
+        return None
     session = obj.get("session")
     if isinstance(session, (int, float)) and not isinstance(session, bool):
-        session = str(session)
-    if not isinstance(session, str) or not session:
+        return str(session)
+    return session if isinstance(session, str) and session else None
+
+
+def event_from(obj: Any, where: str, line: int) -> Event:
+    """Validate a decoded JSON value as an event; raises :class:`TraceError` with a readable reason."""
+    if not isinstance(obj, dict):
+        raise TraceError(where, f"an event must be a JSON object, got {type(obj).__name__}")
+    session = session_of(obj)
+    if session is None:
         raise TraceError(where, "missing 'session' (a non-empty string)")
     etype = obj.get("type")
     if not isinstance(etype, str) or not etype:
@@ -77,11 +93,13 @@ def iter_events(
     name: str | None = None,
     skip_invalid: bool = False,
     errors: list[TraceError] | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> Iterator[Event]:
     """Stream events from a path (``-`` for stdin), a binary file or an iterable of lines.
 
     Malformed lines raise :class:`TraceError`, or with ``skip_invalid`` are appended to ``errors`` (if given)
-    and skipped. Blank lines are ignored.
+    and skipped. Blank lines are ignored. ``keep(session)``, if given, skips the events of other sessions
+    before they are validated (a malformed line is still reported).
     """
     close = None
     if isinstance(source, str):
@@ -100,7 +118,17 @@ def iter_events(
             if not raw.strip():
                 continue
             try:
-                yield parse_event(raw, f"{name}:{n}", n)
+                if keep is None:
+                    yield parse_event(raw, f"{name}:{n}", n)
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise TraceError(f"{name}:{n}", f"not valid JSON ({exc.msg})") from None
+                session = session_of(obj)
+                if session is not None and not keep(session):
+                    continue
+                yield event_from(obj, f"{name}:{n}", n)
             except TraceError as exc:
                 if not skip_invalid:
                     raise

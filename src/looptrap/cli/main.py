@@ -22,6 +22,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="one JSON object per session on stdout")
     p.add_argument("--skip-invalid", action="store_true", help="skip and count malformed lines instead of failing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="processes to use (sessions are split between them); default: one per core, up to 4, for files "
+        "over 32 MiB, else 1",
+    )
 
     d = sub.add_parser("demo", help="scripted agents stuck in each loop shape, with and without the guard")
     d.add_argument("--json", action="store_true", help="machine-readable results")
@@ -34,7 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_demo(as_json=args.json)
 
 
-def _progress(fh: IO[bytes], total: int) -> Iterator[bytes]:
+_PARALLEL_BYTES = 32 << 20  # files above this are replayed by several processes unless --jobs says otherwise
+
+
+def _progress(fh: IO[bytes]) -> Iterator[bytes]:
+    total = os.fstat(fh.fileno()).st_size
     last = 0.0
     done = 0
     for line in fh:
@@ -53,34 +65,36 @@ def _progress(fh: IO[bytes], total: int) -> Iterator[bytes]:
 def _replay(args: argparse.Namespace) -> int:
     import orjson
 
-    from looptrap.analysis.replay import Replayer
+    from looptrap.analysis.replay import Replayer, replay_file
     from looptrap.analysis.trace import TraceError, iter_events
 
-    errors: list[TraceError] = []
-    replayer = Replayer(warn=lambda text: print(f"looptrap: warning: {text}", file=sys.stderr))
-    if args.trace == "-":
-        fh: IO[bytes] = sys.stdin.buffer
-        name = "<stdin>"
-    else:
-        try:
-            fh = open(args.trace, "rb")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
-            return 2
-        name = args.trace
-    lines: Iterator[bytes] | IO[bytes] = fh
-    if fh is not sys.stdin.buffer and sys.stderr.isatty() and not args.no_progress:
-        lines = _progress(fh, os.fstat(fh.fileno()).st_size)
+    def warn(text: str) -> None:
+        print(f"looptrap: warning: {text}", file=sys.stderr)
+
     try:
-        for ev in iter_events(lines, name=name, skip_invalid=args.skip_invalid, errors=errors):
-            replayer.feed(ev)
+        if args.trace == "-":
+            errors: list[TraceError] = []
+            replayer = Replayer(warn=warn)
+            for ev in iter_events("-", skip_invalid=args.skip_invalid, errors=errors):
+                replayer.feed(ev)
+            reports = replayer.reports()
+        else:
+            try:
+                size = os.path.getsize(args.trace)
+            except OSError as exc:
+                print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
+                return 2
+            jobs = args.jobs if args.jobs > 0 else (min(os.cpu_count() or 1, 4) if size > _PARALLEL_BYTES else 1)
+            progress = _progress if sys.stderr.isatty() and not args.no_progress else None
+            reports, errors = replay_file(
+                args.trace, jobs=jobs, skip_invalid=args.skip_invalid, warn=warn, lines=progress
+            )
     except TraceError as exc:
         print(f"{exc.where}: {exc.reason}", file=sys.stderr)
         return 2
-    finally:
-        if fh is not sys.stdin.buffer:
-            fh.close()
-    reports = replayer.reports()
+    except OSError as exc:
+        print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
+        return 2
     out = sys.stdout
     if args.json:
         for r in reports:

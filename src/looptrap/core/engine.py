@@ -8,7 +8,8 @@ clocks, locks, logging and stores live in the drivers around it.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import xxhash
@@ -26,7 +27,7 @@ from looptrap.core.classify import (
 )
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
-from looptrap.core.state import PREVIEWS, TOOLS, Entry, Flag, SessionState
+from looptrap.core.state import PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Signal, Verdict
 from looptrap.core.volatile import text_scrubber
 from looptrap.detectors.base import Detector, TurnEnd
@@ -40,36 +41,47 @@ _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both e
 Usage = tuple[int, float | None]
 
 
+def _num(v: Any) -> float | None:
+    t = type(v)
+    if (t is int or t is float or (isinstance(v, (int, float)) and t is not bool)) and v == v and v >= 0:
+        return float(v)
+    return None
+
+
+def getattr_or_none(obj: Any, name: str) -> Any:
+    """``getattr(obj, name, None)`` (a named function, so usage objects and mappings read alike)."""
+    return getattr(obj, name, None)
+
+
+_TOKEN_PARTS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
+
+
 def read_usage(usage: Any) -> Usage | None:
     """Tokens and cost from a usage report: a mapping or an object with ``input_tokens``, ``output_tokens``
-    (or ``total_tokens``) and ``cost_usd`` (or ``cost``). Unknown shapes count as nothing."""
+    (or ``total_tokens``, ``prompt_tokens``, ``completion_tokens``) and ``cost_usd`` (or ``cost``). Negative,
+    NaN and non-numeric values count as nothing."""
     if usage is None:
         return None
-
-    def get(name: str) -> Any:
-        if isinstance(usage, Mapping):
-            return usage.get(name)
-        return getattr(usage, name, None)
-
-    def num(v: Any) -> float | None:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
-            return None
-        return float(v)
-
-    total = num(get("total_tokens"))
+    get: Callable[[str], Any] = usage.get if isinstance(usage, Mapping) else partial(getattr_or_none, usage)
+    total = _num(get("total_tokens"))
     if total is None:
-        parts = [num(get(k)) for k in ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")]
-        total = sum(p for p in parts if p is not None)
-    cost = num(get("cost_usd"))
+        total = 0.0
+        for key in _TOKEN_PARTS:
+            part = _num(get(key))
+            if part is not None and part != float("inf"):
+                total += part
+    cost = _num(get("cost_usd"))
     if cost is None:
-        cost = num(get("cost"))
+        cost = _num(get("cost"))
+    if total == float("inf"):
+        total = 0.0
     return int(total), cost
 
 
 class _ToolPlan:
     """Everything resolved once per tool name: its policy, canonicaliser and active detectors."""
 
-    __slots__ = ("canon", "checkers", "exempt", "name_mutates", "name_polls", "policy", "tool_key")
+    __slots__ = ("canon", "checkers", "exempt", "name_mutates", "name_polls", "policy", "tool_digest", "tool_key")
 
     def __init__(self, tool: str, config: GuardConfig, canon: Canonicaliser) -> None:
         self.policy = config.policy(tool)
@@ -81,6 +93,7 @@ class _ToolPlan:
         polling = self.policy.polling
         self.name_polls: bool | None = polling if polling is not None else (polls_by_name(tool) or None)
         self.tool_key = tool.encode("utf-8", "surrogatepass") + b"\x00"
+        self.tool_digest = xxhash.xxh3_64_intdigest(self.tool_key)
 
 
 class Engine:
@@ -230,8 +243,12 @@ class Engine:
                 state.stale_run += 1
             else:
                 state.stale_run = 0
-            state.remember(seen, call.digest, rd)
-            rkey = rd ^ xxhash.xxh3_64_intdigest(p.tool_key)
+            if call.digest in seen:
+                del seen[call.digest]  # re-insert at the end: the oldest entry is evicted first
+            elif len(seen) >= SEEN:
+                del seen[next(iter(seen))]
+            seen[call.digest] = rd
+            rkey = rd ^ p.tool_digest
             if rkey not in state.results:
                 flags |= Flag.NOVEL
                 state.remember(state.results, rkey, 1)
