@@ -10,7 +10,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,29 +28,12 @@ from looptrap import (
     default_detectors,
     outcome,
 )
+from looptrap.testing import FakeClock, step
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-class FakeClock:
-    """A clock the test advances by hand."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def run(guard: Guard, tool: str, args: Any, result: Any, *, is_error: bool = False) -> Verdict:
-    """One call the way an agent loop makes it: check, and run and record it if allowed."""
-    verdict = guard.check(tool, args)
-    if verdict.allowed:
-        guard.record(tool, args, result, is_error=is_error)
-    return verdict
+run = step  # one call the way an agent loop makes it
 
 
 def actions(verdicts: list[Verdict]) -> list[str]:

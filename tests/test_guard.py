@@ -24,24 +24,9 @@ from looptrap import (
     report_blocked_tool,
 )
 from looptrap.core.state import HISTORY, PREVIEWS, SEEN, TOOLS, Flag
+from looptrap.testing import FakeClock, step
 
-
-class FakeClock:
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def run(guard: Guard, tool: str, args: Any, result: Any, *, is_error: bool = False, usage: Any = None) -> Verdict:
-    verdict = guard.check(tool, args)
-    if verdict.allowed:
-        guard.record(tool, args, result, is_error=is_error, usage=usage)
-    return verdict
+run = step  # one call the way an agent loop makes it
 
 
 def loop(guard: Guard, tool: str = "search_docs", times: int = 3, result: str = "0 results") -> list[str]:
