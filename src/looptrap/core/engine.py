@@ -110,6 +110,7 @@ class Engine:
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
         self._mutating_cache: dict[int, tuple[int, str]] = {}
+        self._polls_cache: dict[tuple[Any, ...], bool] = {}
         self._budgets = self.config.budgets if self.config.budgets.active else None
 
     # -- calls --------------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ class Engine:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
         effect, family = self._mutation(tool, args, digest, p)
-        polls = p.name_polls if p.name_polls is not None else polls_by_args(args)
+        polls = p.name_polls if p.name_polls is not None else self._polls_by_args(args)
         return Call(
             tool,
             digest,
@@ -157,6 +158,18 @@ class Engine:
             polling=polls,
             family=family,
         )
+
+    def _polls_by_args(self, args: Any) -> bool:
+        if not isinstance(args, Mapping):
+            return False
+        keys = tuple(args)  # argument key sets repeat: cache the answer per key set
+        hit = self._polls_cache.get(keys)
+        if hit is None:
+            hit = polls_by_args(args)
+            if len(self._polls_cache) >= 4096:
+                self._polls_cache.clear()
+            self._polls_cache[keys] = hit
+        return hit
 
     def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> tuple[int, str]:
         """The call's effect (``NO_WRITE``, ``WRITES``, ``WRITES_ANYWAY``) and family."""

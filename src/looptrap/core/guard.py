@@ -13,7 +13,7 @@ from typing import Any, TypeVar, overload
 from looptrap.core.config import GuardConfig
 from looptrap.core.engine import Engine
 from looptrap.core.report import parse_report
-from looptrap.core.state import Flag, SessionState
+from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Verdict
 
 __all__ = ["Guard"]
@@ -104,16 +104,19 @@ class Guard:
             return
         try:
             now = self._now()
+            engine = self._engine
             with self._lock:
                 call = self._take_pending(tool, args)
-            if call is None:
-                fresh = self._engine.call(tool, args, at=now)
-                with self._lock:
-                    call = self._match_pending(fresh)
+                if call is not None:  # the same args object as at check: no re-hashing, one lock
+                    self._note_progress(
+                        engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
+                    )
+                    return
+            fresh = engine.call(tool, args, at=now)
             with self._lock:
-                entry = self._engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
-                if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
-                    self._turn_progress = True
+                call = self._match_pending(fresh)
+                entry = engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
+                self._note_progress(entry)
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             self._internal_error("record")
 
@@ -226,6 +229,10 @@ class Guard:
     # -- internals ----------------------------------------------------------------------------------
     def _now(self) -> float | None:
         return self._clock() if self._clock is not None else None
+
+    def _note_progress(self, entry: Entry) -> None:
+        if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
+            self._turn_progress = True
 
     def _remember_pending(self, tool: str, args: Any, call: Call) -> None:
         # Checked calls waiting for their result: by identity of the args object (no re-hashing when the

@@ -122,7 +122,7 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     defaults = all(not isinstance(p, str) for p in patterns) and set(patterns) <= set(VOLATILE_TEXT)
 
     def scrub(text: str) -> str:
-        if defaults and has_digit(text) is None and not any(h in text for h in hints):
+        if defaults and (text.isalpha() or (has_digit(text) is None and not any(h in text for h in hints))):
             return text  # every default pattern needs a digit or a temp path
         for sub, requires, gate in steps:
             if requires:
