@@ -548,3 +548,25 @@ def test_turn_level_escalation() -> None:
     assert actions(verdicts) == ["allow", "allow", "advise", "block", "halt", "halt"]
     assert guard.halted is not None
     assert guard.halted.reason == "no_action"
+
+
+def test_rate_ignores_one_turn_of_parallel_calls_but_not_a_sequential_code_loop() -> None:
+    clock = FakeClock()
+    guard = Guard(clock=clock)
+    batch = [{"path": f"src/m{i}.py"} for i in range(50)]
+    verdicts = []
+    for args in batch:  # the model asked for 50 reads at once: all are checked before any result is back
+        verdicts.append(guard.check("read_file", args))
+        clock.advance(0.001)
+    for i, args in enumerate(batch):
+        guard.record("read_file", args, f"contents of m{i}")
+    assert all(v.action == "allow" for v in verdicts)
+    guard.end_turn()
+
+    clock.advance(5.0)
+    seen = []
+    for i in range(40):  # a code loop: call, result, call, result... at machine speed
+        seen.append(step(guard, "get_quote", {"symbol": f"S{i}"}, f"S{i}: {100 + i}").kind)
+        clock.advance(0.01)
+    assert "rate" in seen
+    assert seen.index("rate") == 29  # the 30th sequential call

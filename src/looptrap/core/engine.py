@@ -198,6 +198,7 @@ class Engine:
         state.calls += 1
         state.turn_calls += 1
         call = call.numbered(state.calls)
+        call.batched = state.open_calls > 0
         if state.started is None and now is not None:
             state.started = now
         per = state.per_tool
@@ -217,8 +218,12 @@ class Engine:
                 if s is not None:
                     signals.append(s)
         if not signals:
+            state.open_calls += 1
             return call, ALLOW
-        return call, self.config.escalation.decide(state, signals, call.index, self.config.report_tool)
+        verdict = self.config.escalation.decide(state, signals, call.index, self.config.report_tool)
+        if verdict.allowed:
+            state.open_calls += 1
+        return call, verdict
 
     def record(
         self,
@@ -231,6 +236,8 @@ class Engine:
         now: float | None = None,
     ) -> Entry:
         """After a call ran: remember its outcome. Returns the history entry."""
+        if state.open_calls:
+            state.open_calls -= 1
         self._add_usage(state, usage)
         flags = result_facts(result, is_error)
         if call.polling and not flags & Flag.ERROR:
@@ -244,6 +251,8 @@ class Engine:
         p = self.plan(call.tool)
         if call.mutating:
             flags |= Flag.WRITE_ATTEMPT
+        if call.batched:
+            flags |= Flag.BATCHED
         if call.mutating and (call.writes_on_failure or not flags & Flag.ERROR):
             flags |= Flag.MUTATED | Flag.NOVEL
             state.new_epoch()
@@ -334,6 +343,7 @@ class Engine:
             call_index=state.calls,
         )
         state.turn_calls = 0
+        state.open_calls = 0  # a new model turn: whatever was in flight has ended
         if state.halted is not None:
             return self._halted(state, state.calls)
         cost_unknown = got is not None and got[1] is None and got[0] > 0

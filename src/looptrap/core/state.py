@@ -40,6 +40,7 @@ class Flag:
     NOVEL = 256  # a result this tool had not returned since the last state change
     LONG = 512  # a result longer than a short status line
     WRITE_ATTEMPT = 1024  # a mutating call, whether or not it succeeded
+    BATCHED = 2048  # arrived while other calls were still running (parallel tool calls of one turn)
 
 
 class Entry(NamedTuple):
@@ -69,6 +70,7 @@ class SessionState:
     turn: int = 0
     calls: int = 0
     turn_calls: int = 0
+    open_calls: int = 0
     epoch: int = 0
     level: int = 0
     clean: int = 0
@@ -103,6 +105,7 @@ class SessionState:
         """Start a new task: repetition memory starts over, budgets do not."""
         self.task += 1
         self.turn_calls = 0
+        self.open_calls = 0
         self.level = 0
         self.clean = 0
         self.history.clear()
@@ -122,6 +125,7 @@ class SessionState:
             "turn": self.turn,
             "calls": self.calls,
             "turn_calls": self.turn_calls,
+            "open_calls": self.open_calls,
             "epoch": self.epoch,
             "level": self.level,
             "clean": self.clean,
@@ -150,7 +154,18 @@ class SessionState:
                 " (reset the session, or use the looptrap release that wrote it)"
             )
         s = cls()
-        for name in ("run_id", "task", "turn", "calls", "turn_calls", "epoch", "level", "clean", "stale_run"):
+        for name in (
+            "run_id",
+            "task",
+            "turn",
+            "calls",
+            "turn_calls",
+            "open_calls",
+            "epoch",
+            "level",
+            "clean",
+            "stale_run",
+        ):
             setattr(s, name, data[name])
         s.history.extend(Entry(*e) for e in data["history"])
         s.seen = {int(k): int(v) for k, v in data["seen"]}

@@ -30,6 +30,7 @@ class Call:
     writes_on_failure: bool = False
     polling: bool = False
     family: str = ""
+    batched: bool = False
 
     def numbered(self, index: int) -> Call:
         """This call with its index in the session (a plain constructor call: this is on the per-call path)."""
@@ -43,6 +44,7 @@ class Call:
             self.writes_on_failure,
             self.polling,
             self.family,
+            self.batched,
         )
 
 

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from looptrap.core.config import ToolPolicy
-from looptrap.core.state import Entry, SessionState
+from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
 from looptrap.detectors.base import Detector
 
@@ -18,9 +18,10 @@ __all__ = ["Rate"]
 class Rate(Detector):
     """Intervene when a call would make the last ``threshold`` calls arrive faster than ``max_per_second`` on average.
 
-    The default (30 calls at more than 10 per second) is far above what a model thinking between calls
-    produces, even with parallel tool calls, and far below what a code loop produces. Needs timestamps
-    (the guard's clock, or ``ts`` in a trace); silent without them.
+    Only sequential calls count: a call that arrives while others are still running (parallel tool calls of
+    one model turn) is part of a batch, not a loop. The default (30 sequential calls at more than 10 per
+    second) is far above what a model thinking between calls produces and far below what a code loop
+    produces. Needs timestamps (the guard's clock, or ``ts`` in a trace); silent without them.
     """
 
     name = "rate"
@@ -30,7 +31,7 @@ class Rate(Detector):
     warn_only: bool = False
 
     def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
-        if now is None:
+        if now is None or entry.flags & Flag.BATCHED:
             return
         times: list[float] = state.slots.setdefault(self.name, [])
         times.append(now)
@@ -43,7 +44,7 @@ class Rate(Detector):
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
         times = state.slots.get(self.name)
         n = self.limit(policy)
-        if call.at is None or not times or len(times) < n - 1:
+        if call.at is None or call.batched or not times or len(times) < n - 1:
             return None
         window = [*times[-(n - 1) :], call.at]
         span = window[-1] - window[0]
