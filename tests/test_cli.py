@@ -329,3 +329,18 @@ def test_demo_json() -> None:
     for row in rows:
         assert set(row) == {"scenario", "without_guard", "with_guard"}
         assert row["with_guard"]["calls"] <= row["without_guard"]["calls"]
+
+
+def test_iso_timestamps_are_read_as_seconds(tmp_path: Path) -> None:
+    from looptrap.analysis.trace import parse_event
+
+    a = parse_event(b'{"session": "s", "type": "text", "ts": "2026-11-30T05:19:53Z"}', "t:1", 1)
+    b = parse_event(b'{"session": "s", "type": "text", "ts": 1796015993.0}', "t:2", 2)
+    assert a.ts == b.ts
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"session": "s", "type": "text", "ts": "yesterday"}\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "looptrap.cli.main", "replay", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert f"{bad}:1: 'ts' is not a number of seconds nor an ISO 8601 time" in proc.stderr

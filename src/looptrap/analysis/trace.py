@@ -10,6 +10,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import IO, Any
 
 import orjson
@@ -81,10 +82,22 @@ def event_from(obj: Any, where: str, line: int) -> Event:
         raise TraceError(where, "'seq' must be an integer")
     ts = obj.get("ts")
     if ts is not None:
-        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
-            raise TraceError(where, "'ts' must be a number of seconds (or null)")
+        if isinstance(ts, str):
+            ts = _iso_seconds(ts, where)
+        elif isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+            raise TraceError(where, "'ts' must be a number of seconds, an ISO 8601 time, or null")
         ts = float(ts)
     return Event(session, etype, obj, line, seq, ts)
+
+
+def _iso_seconds(text: str, where: str) -> float:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise TraceError(where, f"'ts' is not a number of seconds nor an ISO 8601 time: {text[:40]!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)  # a time without a zone is read as UTC
+    return moment.timestamp()
 
 
 def iter_events(
