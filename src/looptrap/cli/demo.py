@@ -34,15 +34,15 @@ def run_demo(*, as_json: bool = False) -> int:
         (
             name,
             f"{bare.calls:>3} calls, {bare.outcome}",
-            f"{guarded.calls:>3} calls, {guarded.outcome}" + (f" ({guarded.reason})" if guarded.reason else ""),
+            f"{guarded.calls:>3} calls, {guarded.outcome}" + (f" ({guarded.reason})" if guarded.outcome == "halted" else ""),
         )
         for name, bare, guarded in rows
     ]
     w = [max(len(r[i]) for r in [head, *cells]) for i in range(3)]
-    out.write("  ".join(h.ljust(w[i]) for i, h in enumerate(head)) + "\n")
+    out.write("  ".join(h.ljust(w[i]) for i, h in enumerate(head)).rstrip() + "\n")
     out.write("  ".join("-" * w[i] for i in range(3)) + "\n")
     for r in cells:
-        out.write("  ".join(c.ljust(w[i]) for i, c in enumerate(r)) + "\n")
+        out.write("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() + "\n")
     spent = sum(b.calls for _, b, _ in rows)
     saved = spent - sum(g.calls for _, _, g in rows)
     out.write(f"\nTool calls: {spent} without the guard, {spent - saved} with it ({saved} saved).\n")
