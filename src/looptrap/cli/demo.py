@@ -34,7 +34,8 @@ def run_demo(*, as_json: bool = False) -> int:
         (
             name,
             f"{bare.calls:>3} calls, {bare.outcome}",
-            f"{guarded.calls:>3} calls, {guarded.outcome}" + (f" ({guarded.reason})" if guarded.outcome == "halted" else ""),
+            f"{guarded.calls:>3} calls, {guarded.outcome}"
+            + (f" ({guarded.reason})" if guarded.outcome == "halted" else ""),
         )
         for name, bare, guarded in rows
     ]
