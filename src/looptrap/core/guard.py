@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
@@ -65,7 +65,7 @@ class Guard:
         self._log = logger or log
         self._state = state or SessionState()
         if not self._state.run_id:
-            self._state.run_id = run_id or uuid.uuid4().hex[:16]
+            self._state.run_id = run_id or os.urandom(8).hex()
         self._pending: dict[tuple[str, int], tuple[Any, Call]] = {}
         self._pending_by_digest: dict[int, list[Call]] = {}
         self._turn_tools: list[str] = []

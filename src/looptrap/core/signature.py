@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import decimal
 import enum
 import math
+import os
 import re
+import sys
 import unicodedata
-import uuid
 from collections.abc import Callable, Mapping
-from pathlib import PurePath
 from typing import Any
 
 import orjson
@@ -176,7 +175,8 @@ class Canonicaliser:
         if isinstance(v, (bytes, bytearray, memoryview)):
             raw = bytes(v)
             return {"$bytes": format(digest_bytes(raw), "016x"), "$len": len(raw)}
-        if isinstance(v, decimal.Decimal):
+        decimal = sys.modules.get("decimal")  # not imported: no Decimal can exist (keeps `import looptrap` light)
+        if decimal is not None and isinstance(v, decimal.Decimal):
             return _decimal(v)
         if isinstance(v, (set, frozenset)):
             if id(v) in path:
@@ -190,7 +190,8 @@ class Canonicaliser:
             return {"$dt": v.isoformat()}
         if isinstance(v, _dt.timedelta):
             return {"$td": v.total_seconds()}
-        if isinstance(v, (uuid.UUID, PurePath)):
+        uuid = sys.modules.get("uuid")
+        if (uuid is not None and isinstance(v, uuid.UUID)) or isinstance(v, os.PathLike):
             return str(v)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             if id(v) in path:
@@ -238,7 +239,9 @@ def _float(f: float) -> Any:
     return f
 
 
-def _decimal(d: decimal.Decimal) -> Any:
+def _decimal(d: Any) -> Any:
+    import decimal
+
     if not d.is_finite():
         return {"$float": "nan" if d.is_nan() else ("inf" if d > 0 else "-inf")}
     if d == d.to_integral_value() and d.adjusted() < _MAX_INT_DIGITS:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import statistics
 from dataclasses import dataclass
 
 from looptrap.core.config import ToolPolicy
@@ -55,8 +54,8 @@ class Rate(Detector):
             "calls": n,
             "span_s": round(span, 6),
             "rate_per_s": round((n - 1) / span, 3) if span > 0 else None,
-            "interval_mean_s": round(statistics.fmean(gaps), 6),
-            "interval_median_s": round(statistics.median(gaps), 6),
+            "interval_mean_s": round(sum(gaps) / len(gaps), 6),
+            "interval_median_s": round(_median(gaps), 6),
             "interval_min_s": round(min(gaps), 6),
             "interval_max_s": round(max(gaps), 6),
         }
@@ -68,3 +67,9 @@ class Rate(Detector):
             count=n,
             details=stats,
         )
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
