@@ -563,6 +563,12 @@ def _mapping_facts(result: Mapping[str, Any]) -> int:
     counts = [result[k] for k in _COUNT_KEYS if isinstance(result.get(k), int) and not isinstance(result[k], bool)]
     if counts and all(c == 0 for c in counts) and not any(result.get(k) for k in _COLLECTION_KEYS):
         return ResultFacts.EMPTY
+    # {"stdout": "", "stderr": "", "exit_code": 1}: nothing but empty fields and an exit or status code
+    if all(
+        not v or (isinstance(v, int) and isinstance(k, str) and ("code" in k.lower() or "status" in k.lower()))
+        for k, v in itertools.islice(result.items(), 32)
+    ) and any(isinstance(v, (str, list, tuple, dict)) for v in result.values()):
+        return ResultFacts.EMPTY
     status = result.get("status")
     if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):
         return ResultFacts.ACK

@@ -277,7 +277,7 @@ class Engine:
         if p.exempt:
             flags &= ~Flag.STALE
             state.stale_run = 0
-        entry = Entry(call.digest, call.family or call.tool, rd, flags, call.index)
+        entry = Entry(call.digest, call.tool, rd, flags, call.index, call.family or call.tool)
         state.history.append(entry)
         if flags & (Flag.ERROR | Flag.EMPTY) and self.config.previews and rd not in state.previews:
             state.remember(state.previews, rd, _excerpt(result), PREVIEWS)

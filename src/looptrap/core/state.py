@@ -44,13 +44,14 @@ class Flag:
 
 
 class Entry(NamedTuple):
-    """One completed call in the history window (``tool`` is the call's family: ``bash:pytest`` for a shell)."""
+    """One completed call in the history window (``family``: the tool, or ``bash:pytest`` for a shell tool)."""
 
     digest: int
     tool: str
     result: int
     flags: int
     call_index: int
+    family: str = ""
 
 
 def _bounded_put(d: dict[Any, Any], key: Any, value: Any, cap: int) -> None:

@@ -47,6 +47,10 @@ RESULT_VOLATILE_KEYS = (
     r"expires(_at|_in)?",
     r"session_?id",
     r"run_?id",
+    # opaque ids of one request or response (the ids of things, like order_id, stay)
+    r"(search|query|response|invocation|operation|execution|transaction|event|log|msg)_?(id|key|token)",
+    # echoed HTTP headers: x-request-id, x-arequestid, x-amzn-requestid, x-ratelimit-remaining...
+    r"x_(a?request|amzn|amz|ratelimit|rate_limit|correlation|trace|b3|envoy|cache|served|runtime|response|github)\w*",
 )
 
 
@@ -84,6 +88,12 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
         rf"{_HEX}(?<![\w-]{_HEX}){_HEX}{{7}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}(?![\w-])",
         ("-",),
         rf"-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-",
+    ),
+    # an opaque request id printed in text: "request id: 7f3a9c", "search_id=abc-123", "X-Request-Id: ..."
+    VolatileText(
+        r"(?i)(?<![\w-])(?:x-)?(?:request|search|trace|span|correlation|query|response|invocation)[ _-]?id"
+        r"[\"']?\s*[:=]?\s*[\"']?[\w.-]+",
+        ("equest", "earch", "race", "pan", "orrelation", "uery", "esponse", "nvocation", "EQUEST", "EARCH"),
     ),
     # memory addresses
     VolatileText(r"0(?<!\w0)x[0-9a-fA-F]{6,}(?!\w)", ("0x",)),

@@ -8,7 +8,7 @@ from typing import Any
 from looptrap.core.config import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
-from looptrap.detectors.base import Detector, label, preview
+from looptrap.detectors.base import Detector, preview
 
 __all__ = ["Drift"]
 
@@ -21,7 +21,9 @@ class Drift(Detector):
     something new, in this epoch) came back with nothing new: empty ("0 results", "not found",
     ``status: not_found``) or a long result the tool had already returned. Short identical answers ("sent",
     "ok", "in stock") are not "nothing new": a batch of distinct work with the same acknowledgement is not
-    drift. Mutating calls and errors are left to the other detectors.
+    drift. Mutating calls, polls and errors with a message are left to the other detectors; an error with no
+    message (``grep`` finding nothing exits 1 with an empty output) is an empty result. Counted per tool:
+    a shell agent switching between ``grep``, ``rg`` and ``find`` for the same missing thing is rewording.
     """
 
     name = "drift"
@@ -31,8 +33,8 @@ class Drift(Detector):
 
     def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
         f = entry.flags
-        if f & (Flag.ERROR | Flag.MUTATED | Flag.PENDING):  # pending: a poll, not a search
-            return
+        if f & (Flag.MUTATED | Flag.PENDING) or (f & Flag.ERROR and not f & Flag.EMPTY):
+            return  # a write, a poll, or an error with a message (error_repeat's business) is not a search
         slot: dict[str, Any] = state.slots.setdefault(self.name, {})
         if f & Flag.EMPTY or (f & Flag.LONG and not f & (Flag.NOVEL | Flag.ACK)):
             count, recent = slot.get(entry.tool) or (0, [])
@@ -47,7 +49,7 @@ class Drift(Detector):
         slot = state.slots.get(self.name)
         if not slot or call.mutating:
             return None
-        got = slot.get(call.family or call.tool)
+        got = slot.get(call.tool)
         n = self.limit(policy)
         if not got or got[0] < n:
             return None
@@ -58,7 +60,7 @@ class Drift(Detector):
             if item not in tried:
                 tried.append(item)
         return self.signal(
-            f"You have called {label(call)} {count} times with different arguments and none of the calls returned "
+            f"You have called {call.tool} {count} times with different arguments and none of the calls returned "
             f"anything new. Tried: {'; '.join(tried)}. Rewording the request again is unlikely to help. Use what "
             f"you already found, try a different tool or source, or ask for what is missing.",
             tool=call.tool,

@@ -49,8 +49,8 @@ class ErrorRepeat(Detector):
             calls[key] = [fails + 1, hard_fails + hard, [*idx[-5:], entry.call_index]]
             _trim(calls, _CAP)
             if not entry.flags & Flag.EMPTY:  # an error without a message is not "the same error"
-                mine = errors.pop(entry.tool, None) or {}
-                errors[entry.tool] = mine  # most recently failing tool last
+                mine = errors.pop(entry.family, None) or {}
+                errors[entry.family] = mine  # most recently failing family last
                 ekey = str(entry.result)
                 count, hard_count, eidx, writes = mine.pop(ekey, (0, 0, [], 0))
                 write = 1 if entry.flags & Flag.WRITE_ATTEMPT else 0
