@@ -485,7 +485,7 @@ def bench_loop_memory(total: int) -> list[Row]:
             "yes" if flat else "**NO**",
             f"{first[0]:,} -> {last[0]:,} calls: state {first[1]:,} -> {last[1]:,} B; traced memory "
             f"{_mib(low)}-{_mib(high)} over {len(samples)} samples, {per_call:+.2f} B per call (engine caches "
-            f"included: {len(engine._plans):,} tool plans, cap 4,096; mutation cache {len(engine._mutating_cache):,}, "
+            f"included: {len(engine._plans):,} tool plans, cap 1,024; mutation cache {len(engine._mutating_cache):,}, "
             "cap 8,192)",
         )
     )
