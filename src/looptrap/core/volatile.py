@@ -56,12 +56,14 @@ RESULT_VOLATILE_KEYS = (
 
 class VolatileText(NamedTuple):
     """A pattern of volatile text and its gate: the pattern is only tried on a text that contains one of
-    ``requires`` (plain substrings, next to free to test) and in which ``gate`` (a regex that starts with a
-    literal, so it is fast to search) is found. Without a gate the pattern is tried on every text."""
+    ``requires`` (plain substrings, next to free to test), in which ``gate`` (a regex that starts with a
+    literal, so it is fast to search) is found, and that is at most ``max_len`` long. Without a gate the
+    pattern is tried on every text."""
 
     pattern: str
     requires: tuple[str, ...] = ()
     gate: str | None = None
+    max_len: int | None = None  # only tried on texts up to this length (a costly pattern for short messages)
 
 
 _HEX = "[0-9a-fA-F]"
@@ -94,6 +96,7 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
         r"(?i)(?<![\w-])(?:x-)?(?:request|search|trace|span|correlation|query|response|invocation)[ _-]?id"
         r"[\"']?\s*[:=]?\s*[\"']?[\w.-]+",
         ("equest", "earch", "race", "pan", "orrelation", "uery", "esponse", "nvocation", "EQUEST", "EARCH"),
+        max_len=1024,
     ),
     # memory addresses
     VolatileText(r"0(?<!\w0)x[0-9a-fA-F]{6,}(?!\w)", ("0x",)),
@@ -125,7 +128,7 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     for p in patterns:
         v = VolatileText(p) if isinstance(p, str) else p
         gate = re.compile(v.gate).search if v.gate else None
-        steps.append((re.compile(v.pattern).sub, v.requires, gate))
+        steps.append((re.compile(v.pattern).sub, v.requires, gate, v.max_len))
 
     has_digit = re.compile(r"[0-9]").search
     hints = ("/tmp/", "/var/folders/", "\\Temp\\")
@@ -134,7 +137,9 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     def scrub(text: str) -> str:
         if defaults and (text.isalpha() or (has_digit(text) is None and not any(h in text for h in hints))):
             return text  # every default pattern needs a digit or a temp path
-        for sub, requires, gate in steps:
+        for sub, requires, gate, max_len in steps:
+            if max_len is not None and len(text) > max_len:
+                continue
             if requires:
                 for r in requires:
                     if r in text:
