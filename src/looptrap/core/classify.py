@@ -487,13 +487,16 @@ def result_facts(result: Any, is_error: bool) -> int:
     f = ResultFacts.ERROR if is_error else 0
     if result is None:
         return f | ResultFacts.EMPTY
-    if isinstance(result, str):
+    t = type(result)
+    if t is str:
         return f | _text_facts(result)
-    if isinstance(result, Mapping):
+    if t is dict or isinstance(result, Mapping):
         status = result.get("status")
         if isinstance(status, str) and ("retryable" in result or status.lower() in _OUTCOME_STATUSES):
             return f | _outcome_facts(result, status)
         return f | _mapping_facts(result)
+    if isinstance(result, str):
+        return f | _text_facts(str(result))
     if isinstance(result, (list, tuple, set, frozenset)):
         return f | (ResultFacts.EMPTY if len(result) == 0 else 0)
     status = getattr(result, "status", None)
@@ -511,9 +514,9 @@ def _text_facts(text: str) -> int:
     low = text.lower()
     if ("code" in low or "status" in low) and _EXIT_META.search(text):
         text = _EXIT_META.sub("", text)
-    if not _CONTENT.search(_TAGS.sub("", text)):  # only an exit code and markup: no output
+    if not _CONTENT.search(_TAGS.sub("", text) if "<" in text else text):  # only an exit code and markup
         return ResultFacts.EMPTY
-    if (any(map(low.__contains__, _EMPTY_WORDS)) and _EMPTY_TEXT.match(text)) or (
+    if _EMPTY_TEXT.match(text) or (
         len(text) <= _SHORT_MESSAGE
         and any(map(low.__contains__, _EMPTY_ANYWHERE_WORDS))
         and _EMPTY_ANYWHERE.search(text)
@@ -550,25 +553,30 @@ def _mapping_facts(result: Mapping[str, Any]) -> int:
         return ResultFacts.EMPTY
     if result.get("ok") is False or result.get("error") not in (None, False, "", [], {}):
         return ResultFacts.ERROR
-    # Empty: at least one collection field, all collection fields empty, nothing else with content but
-    # scalars (a count, a cursor, an echo of the query).
-    lists = [v for v in result.values() if isinstance(v, (list, tuple))]
-    if (
-        lists
-        and not any(lists)
-        and not any(isinstance(v, Mapping) and v for v in result.values())
-        and all(not isinstance(result.get(k), int) or isinstance(result[k], bool) or not result[k] for k in _COUNT_KEYS)
-    ):
-        return ResultFacts.EMPTY
-    counts = [result[k] for k in _COUNT_KEYS if isinstance(result.get(k), int) and not isinstance(result[k], bool)]
+    # One pass over the fields: collections (and whether any has content), nested mappings with content,
+    # scalars that are neither empty nor an exit/status code.
+    lists = full_lists = full_maps = other_content = strings = 0
+    for key, v in itertools.islice(result.items(), 64):
+        tv = type(v)
+        if tv is list or tv is tuple:
+            lists += 1
+            strings += 1
+            full_lists += 1 if v else 0
+        elif tv is dict or isinstance(v, Mapping):
+            strings += 1
+            full_maps += 1 if v else 0
+        elif tv is str:
+            strings += 1
+            other_content += 1 if v else 0
+        elif v and not (tv is int and isinstance(key, str) and ("code" in key.lower() or "status" in key.lower())):
+            other_content += 1
+    if lists and not full_lists and not full_maps and not _positive_count(result):
+        return ResultFacts.EMPTY  # {"results": [], "total": 0, "query": "x"}: every collection is empty
+    counts = [result[k] for k in _COUNT_KEYS if type(result.get(k)) is int]
     if counts and all(c == 0 for c in counts) and not any(result.get(k) for k in _COLLECTION_KEYS):
         return ResultFacts.EMPTY
-    # {"stdout": "", "stderr": "", "exit_code": 1}: nothing but empty fields and an exit or status code
-    if all(
-        not v or (isinstance(v, int) and isinstance(k, str) and ("code" in k.lower() or "status" in k.lower()))
-        for k, v in itertools.islice(result.items(), 32)
-    ) and any(isinstance(v, (str, list, tuple, dict)) for v in result.values()):
-        return ResultFacts.EMPTY
+    if strings and not full_lists and not full_maps and not other_content:
+        return ResultFacts.EMPTY  # {"stdout": "", "stderr": "", "exit_code": 1}: only an exit code
     status = result.get("status")
     if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):
         return ResultFacts.ACK
@@ -576,3 +584,7 @@ def _mapping_facts(result: Mapping[str, Any]) -> int:
         if isinstance(value, str) and isinstance(key, str) and _STATUS_KEY.search(key) and _PENDING_TEXT.search(value):
             return ResultFacts.PENDING
     return 0
+
+
+def _positive_count(result: Mapping[str, Any]) -> bool:
+    return any(type(result.get(k)) is int and result[k] > 0 for k in _COUNT_KEYS)
