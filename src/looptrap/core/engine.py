@@ -141,7 +141,7 @@ class Engine:
         elif pol.keys is not None and isinstance(args, Mapping):
             basis = {k: args[k] for k in pol.keys if k in args}
         data = p.canon.encode(basis)
-        digest = xxhash.xxh3_64_intdigest(p.tool_key + data)
+        digest = xxhash.xxh3_64_intdigest(data, p.tool_digest)  # the tool's digest seeds the call's
         preview = ""
         if self.config.previews:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")

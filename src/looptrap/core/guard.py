@@ -264,10 +264,14 @@ class Guard:
 
     def _drop_by_digest(self, call: Call) -> None:
         q = self._pending_by_digest.get(call.digest)
-        if q and call in q:
-            q.remove(call)
-            if not q:
-                del self._pending_by_digest[call.digest]
+        if not q:
+            return
+        for i, c in enumerate(q):
+            if c is call:  # by identity: comparing dataclasses field by field is slow
+                del q[i]
+                break
+        if not q:
+            del self._pending_by_digest[call.digest]
 
     def _internal_error(self, where: str) -> Verdict:
         self._log.exception(
