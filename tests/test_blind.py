@@ -1,7 +1,8 @@
-"""A second, independent trace set: 40 traces written from the product requirements alone, without reading the
-detectors or their thresholds (labels in tests/blind/labels.tsv: healthy, or a loop with its onset and the
-latest acceptable call index for the first intervention). Healthy runs must get no intervention; loops must
-get their first one inside [onset, latest]."""
+"""Independent trace sets written from the product requirements alone, without reading the detectors or their
+thresholds: tests/blind (40 traces) and tests/blind2 (30 hard edge cases). Labels in each labels.tsv: healthy,
+or a loop with its onset and the latest acceptable call index for the first intervention. Healthy runs must get
+no intervention; loops must get their first one inside [onset, latest]. A label may name a known miss (a loop
+the guard does not catch yet): those are strict xfails, so a fix shows up."""
 
 from __future__ import annotations
 
@@ -11,31 +12,50 @@ import pytest
 
 from looptrap.analysis import iter_events, replay
 
-HERE = Path(__file__).resolve().parent / "blind"
+TESTS = Path(__file__).resolve().parent
+SETS = {"blind": 40, "blind2": 30}
 
 
-def _labels() -> list[tuple[str, str, int | None, int | None]]:
+def _labels() -> list[tuple[Path, str, int | None, int | None, str]]:
     rows = []
-    for line in (HERE / "labels.tsv").read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        name, label, onset, latest, _ = line.split("\t", 4)
-        rows.append((name, label, None if onset == "-" else int(onset), None if latest == "-" else int(latest)))
+    for folder in SETS:
+        for line in (TESTS / folder / "labels.tsv").read_text().splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            name, label, onset, latest, _, *rest = line.split("\t")
+            known = rest[0] if rest else ""
+            rows.append(
+                (
+                    TESTS / folder / name,
+                    label,
+                    None if onset == "-" else int(onset),
+                    None if latest == "-" else int(latest),
+                    known,
+                )
+            )
     return rows
 
 
 LABELS = _labels()
 
 
-def test_the_set_is_complete() -> None:
-    assert len(LABELS) == 40
-    assert {label for _, label, _, _ in LABELS} == {"healthy", "loop"}
-    assert all((HERE / name).exists() for name, _, _, _ in LABELS)
+def test_the_sets_are_complete() -> None:
+    for folder, size in SETS.items():
+        assert sum(1 for path, *_ in LABELS if path.parent.name == folder) == size
+    assert {label for _, label, _, _, _ in LABELS} == {"healthy", "loop"}
+    assert all(path.exists() for path, *_ in LABELS)
 
 
-@pytest.mark.parametrize(("name", "label", "onset", "latest"), LABELS, ids=[row[0] for row in LABELS])
-def test_blind_trace(name: str, label: str, onset: int | None, latest: int | None) -> None:
-    (report,) = replay(iter_events(str(HERE / name)))
+@pytest.mark.parametrize(
+    ("path", "label", "onset", "latest"),
+    [
+        pytest.param(p, lab, o, la, marks=[pytest.mark.xfail(strict=True, reason=k)] if k else [])
+        for p, lab, o, la, k in LABELS
+    ],
+    ids=[f"{p.parent.name}/{p.stem}" for p, *_ in LABELS],
+)
+def test_blind_trace(path: Path, label: str, onset: int | None, latest: int | None) -> None:
+    (report,) = replay(iter_events(str(path)))
     first = report.first_intervention
     if label == "healthy":
         assert first is None, f"false intervention: {first}"

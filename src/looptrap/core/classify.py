@@ -25,6 +25,7 @@ __all__ = [
     "result_facts",
     "shell_command_effect",
     "shell_command_mutates",
+    "shell_polls",
 ]
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
@@ -381,6 +382,15 @@ def call_family(tool: str, args: Any) -> str:
     return tool
 
 
+_SHELL_WAITS = re.compile(r"(?:^|[;&|]\s*)(?:sleep|watch)\b|\btail\s+(?:-\w*\s+)*(?:-[fF]\b|--follow)")
+
+
+def shell_polls(tool: str, args: Any) -> bool:
+    """Whether a shell command waits for something: ``sleep 30 && ...``, ``watch ...``, ``tail -f``."""
+    line = _shell_line(tool, args)
+    return line is not None and _SHELL_WAITS.search(line) is not None
+
+
 def mutation(tool: str, args: Any) -> int:
     """Like :func:`is_mutating`, as ``NO_WRITE``, ``WRITES`` or ``WRITES_ANYWAY`` (shell chains)."""
     line = _shell_line(tool, args)
@@ -437,6 +447,20 @@ _PENDING_WORDS = (
     "deploying",
     "provisioning",
 )
+#: A short text result that reports a failure in its first words (tools that return errors as text).
+_ERROR_TEXT = re.compile(
+    r"^\W{0,3}(?:error|fatal|exception)\b\s*[:\-!]|^traceback \(most recent call last\)"
+    r"|^(?:failed|unable|cannot|could not)\b|^no replacement was performed",
+    re.IGNORECASE,
+)
+#: A write that changed nothing: not a state change.
+_NOOP_TEXT = re.compile(
+    r"\b(?:0|zero|no)\s+(?:rows?|records?|items?|documents?|files?|lines?|changes?)\s+"
+    r"(?:were\s+)?(?:inserted|updated|affected|changed|modified|deleted|written|upserted)\b"
+    r"|\bno changes?\b(?:\s+(?:made|to\s+(?:apply|commit|save)))?|\bnothing to (?:commit|update|change|do)\b"
+    r"|\balready up[- ]to[- ]date\b|\bunchanged\b|\bno-op\b",
+    re.IGNORECASE,
+)
 _ACK_TEXT = re.compile(
     r"^\W*(?:ok(?:ay)?|done|sent|success(?:ful(?:ly)?)?|succeeded|created|saved|updated|deleted|written|"
     r"accepted|true|ack(?:nowledged)?|completed?|applied|added|removed|posted|stored)"
@@ -456,6 +480,25 @@ _EXIT_META = re.compile(
 )
 _CONTENT = re.compile(r"[^\W_]")
 _COLLECTION_KEYS = ("results", "items", "data", "hits", "documents", "matches", "records", "entries", "rows")
+_WRITE_COUNT_KEYS = frozenset(
+    [
+        "inserted",
+        "updated",
+        "deleted",
+        "modified",
+        "affected",
+        "rows_affected",
+        "rowcount",
+        "upserted",
+        "changed",
+        "written",
+        "modified_count",
+        "inserted_count",
+        "updated_count",
+        "deleted_count",
+        "upserted_count",
+    ]
+)
 _STATUS_KEY = re.compile(r"status|state|phase", re.IGNORECASE)
 _COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
 _SHORT = 300
@@ -471,6 +514,7 @@ class ResultFacts:
     PENDING = 8
     NON_RETRYABLE = 16
     RETRYABLE = 32
+    NOOP = 4096  # a write that says it changed nothing ("0 rows affected", "no changes")
 
 
 _STATUS_ERROR = frozenset({"error", "failed", "failure"})
@@ -522,8 +566,12 @@ def _text_facts(text: str) -> int:
         and _EMPTY_ANYWHERE.search(text)
     ):
         return ResultFacts.EMPTY
+    if _ERROR_TEXT.match(text):
+        return ResultFacts.ERROR
     if len(text) <= 64 and _ACK_TEXT.match(text):
         return ResultFacts.ACK
+    if _NOOP_TEXT.search(text):
+        return ResultFacts.NOOP
     if any(map(low.__contains__, _PENDING_WORDS)) and _PENDING_TEXT.search(text):
         return ResultFacts.PENDING
     return 0
@@ -548,7 +596,7 @@ def _outcome_facts(result: Mapping[str, Any], status: str) -> int:
     return f
 
 
-def _mapping_facts(result: Mapping[str, Any]) -> int:
+def _mapping_facts(result: Mapping[str, Any], depth: int = 0) -> int:
     if not result:
         return ResultFacts.EMPTY
     if result.get("ok") is False or result.get("error") not in (None, False, "", [], {}):
@@ -564,7 +612,7 @@ def _mapping_facts(result: Mapping[str, Any]) -> int:
             full_lists += 1 if v else 0
         elif tv is dict or isinstance(v, Mapping):
             strings += 1
-            full_maps += 1 if v else 0
+            full_maps += 1 if v and not (depth < 3 and _mapping_facts(v, depth + 1) & ResultFacts.EMPTY) else 0
         elif tv is str:
             strings += 1
             other_content += 1 if v else 0
@@ -577,6 +625,9 @@ def _mapping_facts(result: Mapping[str, Any]) -> int:
         return ResultFacts.EMPTY
     if strings and not full_lists and not full_maps and not other_content:
         return ResultFacts.EMPTY  # {"stdout": "", "stderr": "", "exit_code": 1}: only an exit code
+    written = [v for k, v in result.items() if isinstance(k, str) and k.lower() in _WRITE_COUNT_KEYS]
+    if written and all(type(v) is int and v == 0 for v in written):
+        return ResultFacts.NOOP
     status = result.get("status")
     if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):
         return ResultFacts.ACK

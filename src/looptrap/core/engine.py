@@ -7,11 +7,13 @@ clocks, locks, logging and stores live in the drivers around it.
 
 from __future__ import annotations
 
+import contextlib
 import unicodedata
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+import orjson
 import xxhash
 
 from looptrap.core.classify import (
@@ -24,6 +26,7 @@ from looptrap.core.classify import (
     polls_by_args,
     polls_by_name,
     result_facts,
+    shell_polls,
 )
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
@@ -36,6 +39,7 @@ __all__ = ["Engine", "Usage", "read_usage"]
 
 PREVIEW_CHARS = 120
 _LONG = 64
+_JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
 
 Usage = tuple[int, float | None]
@@ -109,7 +113,7 @@ class Engine:
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
-        self._mutating_cache: dict[int, tuple[int, str]] = {}
+        self._mutating_cache: dict[int, tuple[int, str, bool]] = {}
         self._polls_cache: dict[tuple[Any, ...], bool] = {}
         self._budgets = self.config.budgets if self.config.budgets.active else None
 
@@ -146,8 +150,8 @@ class Engine:
         if self.config.previews:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
-        effect, family = self._mutation(tool, args, digest, p)
-        polls = p.name_polls if p.name_polls is not None else self._polls_by_args(args)
+        effect, family, shell_waits = self._mutation(tool, args, digest, p)
+        polls = p.name_polls if p.name_polls is not None else (shell_waits or self._polls_by_args(args))
         return Call(
             tool,
             digest,
@@ -157,6 +161,7 @@ class Engine:
             writes_on_failure=effect == WRITES_ANYWAY,
             polling=polls,
             family=family,
+            args=args,
         )
 
     def _polls_by_args(self, args: Any) -> bool:
@@ -171,27 +176,28 @@ class Engine:
             self._polls_cache[keys] = hit
         return hit
 
-    def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> tuple[int, str]:
-        """The call's effect (``NO_WRITE``, ``WRITES``, ``WRITES_ANYWAY``) and family."""
+    def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> tuple[int, str, bool]:
+        """The call's effect (``NO_WRITE``, ``WRITES``, ``WRITES_ANYWAY``), family, and whether it is a shell
+        command that waits (``sleep``, ``watch``, ``tail -f``)."""
         if not (isinstance(args, Mapping) and not ARG_KEYS.isdisjoint(args)) and not isinstance(args, str):
-            effect, family = p.name_mutates, tool
+            effect, family, waits = p.name_mutates, tool, False
         else:
             hit = self._mutating_cache.get(digest)
             if hit is None:
-                hit = (mutation(tool, args), call_family(tool, args))
+                hit = (mutation(tool, args), call_family(tool, args), shell_polls(tool, args))
                 if len(self._mutating_cache) >= 8192:
                     self._mutating_cache.clear()
                 self._mutating_cache[digest] = hit
-            effect, family = hit
+            effect, family, waits = hit
         rule = p.policy.mutating
         if rule is not None:
             if isinstance(rule, bool):
-                return (WRITES if rule else NO_WRITE), family
+                return (WRITES if rule else NO_WRITE), family, waits
             try:
-                return (WRITES if rule(tool, args) else NO_WRITE), family
+                return (WRITES if rule(tool, args) else NO_WRITE), family, waits
             except Exception:  # noqa: BLE001 - a broken rule: fall back to the heuristic
                 pass
-        return effect, family
+        return effect, family, waits
 
     def check(self, state: SessionState, call: Call, now: float | None = None) -> tuple[Call, Verdict]:
         """Before a call runs: count it, and decide. Returns the call (with its index) and the verdict."""
@@ -239,9 +245,14 @@ class Engine:
         if state.open_calls:
             state.open_calls -= 1
         self._add_usage(state, usage)
+        if type(result) is str and result[:1] in ("{", "[") and len(result) <= _JSON_TEXT:
+            with contextlib.suppress(orjson.JSONDecodeError):  # JSON sent as text (MCP text content): read it as such
+                result = orjson.loads(result)
         flags = result_facts(result, is_error)
         if call.polling and not flags & Flag.ERROR:
             flags |= Flag.PENDING  # a poll waits for something to happen: the same answer again is expected
+        if flags & Flag.ERROR and type(result) is str and call.args is not None:
+            result = _without_echoed_args(result, call.args)  # the error, not the arguments it quotes back
         rd, size = self._result_digest(result)
         if size > _LONG:
             flags |= Flag.LONG
@@ -253,7 +264,7 @@ class Engine:
             flags |= Flag.WRITE_ATTEMPT
         if call.batched:
             flags |= Flag.BATCHED
-        if call.mutating and (call.writes_on_failure or not flags & Flag.ERROR):
+        if call.mutating and (call.writes_on_failure or not flags & (Flag.ERROR | Flag.NOOP)):
             flags |= Flag.MUTATED | Flag.NOVEL
             state.new_epoch()
             for d in self.config.detectors:
@@ -409,3 +420,23 @@ def _excerpt(result: Any) -> str:
             text = type(result).__name__
     text = " ".join(text.split())
     return text[:PREVIEW_CHARS] + ("..." if len(text) > PREVIEW_CHARS else "")
+
+
+def _without_echoed_args(text: str, args: Any) -> str:
+    """An error text with the call's own argument values taken out: "old_str `x` did not appear" and
+    "old_str `y` did not appear" are the same error."""
+    values: list[str] = []
+    stack = [args]
+    while stack and len(values) < 32:
+        v = stack.pop()
+        if type(v) is str:
+            if len(v) >= 4:
+                values.append(v)
+        elif isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v[:32])
+    for v in sorted(values, key=len, reverse=True):
+        if v in text:
+            text = text.replace(v, "<arg>")
+    return text

@@ -41,6 +41,7 @@ class Flag:
     LONG = 512  # a result longer than a short status line
     WRITE_ATTEMPT = 1024  # a mutating call, whether or not it succeeded
     BATCHED = 2048  # arrived while other calls were still running (parallel tool calls of one turn)
+    NOOP = 4096  # a write whose result says it changed nothing
 
 
 class Entry(NamedTuple):

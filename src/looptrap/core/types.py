@@ -31,6 +31,7 @@ class Call:
     polling: bool = False
     family: str = ""
     batched: bool = False
+    args: Any = field(default=None, repr=False, compare=False)  # kept until the call is recorded, never saved
 
     def numbered(self, index: int) -> Call:
         """This call with its index in the session (a plain constructor call: this is on the per-call path)."""
@@ -45,6 +46,7 @@ class Call:
             self.polling,
             self.family,
             self.batched,
+            self.args,
         )
 
 

@@ -100,8 +100,9 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
     ),
     # memory addresses
     VolatileText(r"0(?<!\w0)x[0-9a-fA-F]{6,}(?!\w)", ("0x",)),
-    # process ids
-    VolatileText(r"(?<!\w)(?:pid|PID|process)[ =:#]\s?\d+(?!\w)", ("pid", "PID", "process")),
+    # process ids: "pid 4242", "Main PID: 4242", syslog's "nginx[4242]:"
+    VolatileText(r"(?<!\w)(?i:pid|process)[ =:#]\s?\d+(?!\w)", ("pid", "PID", "process", "Process", "Pid")),
+    VolatileText(r"\[(?<=[A-Za-z_.-]\[)\d{2,7}\](?=:)", ("]:",)),
     # temporary paths
     VolatileText(r"/(?:tmp|var/folders|private/var/folders)/[\w.\-/]+", ("/tmp/", "/var/folders/")),
     VolatileText(r"[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\[\w.\-\\]+", ("\\Temp\\",)),
