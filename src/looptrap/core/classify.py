@@ -26,6 +26,7 @@ __all__ = [
     "shell_command_effect",
     "shell_command_mutates",
     "shell_polls",
+    "wrote_nothing",
 ]
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
@@ -514,7 +515,6 @@ class ResultFacts:
     PENDING = 8
     NON_RETRYABLE = 16
     RETRYABLE = 32
-    NOOP = 4096  # a write that says it changed nothing ("0 rows affected", "no changes")
 
 
 _STATUS_ERROR = frozenset({"error", "failed", "failure"})
@@ -570,11 +570,20 @@ def _text_facts(text: str) -> int:
         return ResultFacts.ERROR
     if len(text) <= 64 and _ACK_TEXT.match(text):
         return ResultFacts.ACK
-    if _NOOP_TEXT.search(text):
-        return ResultFacts.NOOP
     if any(map(low.__contains__, _PENDING_WORDS)) and _PENDING_TEXT.search(text):
         return ResultFacts.PENDING
     return 0
+
+
+def wrote_nothing(result: Any) -> bool:
+    """Whether a write's result says it changed nothing: "0 rows affected", "no changes", "already up to
+    date", ``{"inserted": 0, "updated": 0}`` (asked only of mutating calls)."""
+    if isinstance(result, str):
+        return len(result) <= _SHORT and _NOOP_TEXT.search(result) is not None
+    if isinstance(result, Mapping):
+        written = [v for k, v in result.items() if isinstance(k, str) and k.lower() in _WRITE_COUNT_KEYS]
+        return bool(written) and all(type(v) is int and v == 0 for v in written)
+    return False
 
 
 def _outcome_facts(result: Mapping[str, Any], status: str) -> int:
@@ -625,9 +634,6 @@ def _mapping_facts(result: Mapping[str, Any], depth: int = 0) -> int:
         return ResultFacts.EMPTY
     if strings and not full_lists and not full_maps and not other_content:
         return ResultFacts.EMPTY  # {"stdout": "", "stderr": "", "exit_code": 1}: only an exit code
-    written = [v for k, v in result.items() if isinstance(k, str) and k.lower() in _WRITE_COUNT_KEYS]
-    if written and all(type(v) is int and v == 0 for v in written):
-        return ResultFacts.NOOP
     status = result.get("status")
     if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):
         return ResultFacts.ACK

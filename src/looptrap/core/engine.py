@@ -27,6 +27,7 @@ from looptrap.core.classify import (
     polls_by_name,
     result_facts,
     shell_polls,
+    wrote_nothing,
 )
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
@@ -262,6 +263,8 @@ class Engine:
         p = self.plan(call.tool)
         if call.mutating:
             flags |= Flag.WRITE_ATTEMPT
+            if not flags & Flag.ERROR and wrote_nothing(result):
+                flags |= Flag.NOOP
         if call.batched:
             flags |= Flag.BATCHED
         if call.mutating and (call.writes_on_failure or not flags & (Flag.ERROR | Flag.NOOP)):
