@@ -111,6 +111,7 @@ class Engine:
         self._result_canon: Canonicaliser = self.config.result_canonicaliser()
         self._scrub = text_scrubber(self.config.result_volatile_text)
         self._scrubbed: dict[int, int] = {}
+        self._escalation = self.config.escalation
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
@@ -245,8 +246,9 @@ class Engine:
         """After a call ran: remember its outcome. Returns the history entry."""
         if state.open_calls:
             state.open_calls -= 1
-        self._add_usage(state, usage)
-        if type(result) is str and result[:1] in ("{", "[") and len(result) <= _JSON_TEXT:
+        if usage is not None:
+            self._add_usage(state, usage)
+        if type(result) is str and result.startswith(("{", "[")) and len(result) <= _JSON_TEXT:
             with contextlib.suppress(orjson.JSONDecodeError):  # JSON sent as text (MCP text content): read it as such
                 result = orjson.loads(result)
         flags = result_facts(result, is_error)
@@ -299,10 +301,11 @@ class Engine:
             at = call.at if call.at is not None else now  # the time the call arrived, else when it returned
             for d in self._observers:
                 d.observe(entry, state, at)
-        clean = bool(
-            flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE))
-        )
-        self.config.escalation.after_call(state, clean)
+        if state.level:  # only a session inside a loop needs to know whether this call was clean
+            clean = bool(
+                flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE))
+            )
+            self._escalation.after_call(state, clean)
         return entry
 
     def _result_digest(self, result: Any) -> tuple[int, int]:
