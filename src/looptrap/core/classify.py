@@ -430,9 +430,7 @@ _EMPTY_ANYWHERE = re.compile(
     r"|\b(?:returned|found|yielded)\s+(?:no|0|zero)\s+(?:results?|matches|items?|records?|hits|rows)\b",
     re.IGNORECASE,
 )
-#: Words one of which an empty-result text contains (a cheap gate before the regexes).
 _EMPTY_ANYWHERE_WORDS = ("found", "match", "returned", "yielded")
-_EMPTY_WORDS = ("no", "0", "zero", "nothing", "none", "null", "nil", "empty", "n/a", "[]", "{}", "not", "didn")
 _PENDING_WORDS = (
     "pending",
     "running",
