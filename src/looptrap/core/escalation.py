@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from looptrap.core.state import Flag
 from looptrap.core.types import ALLOW, Action, Signal, Verdict
 
 if TYPE_CHECKING:
@@ -104,8 +105,6 @@ def summarize(state: SessionState, evidence: tuple[int, ...]) -> str:
     for e in state.history:
         if e.call_index not in wanted:
             continue
-        from looptrap.core.state import Flag
-
         if e.flags & Flag.ERROR:
             what = "error"
         elif e.flags & Flag.EMPTY:
