@@ -19,6 +19,7 @@ from looptrap.core.classify import (
     shell_command_mutates,
 )
 from looptrap.core.state import Flag
+from looptrap.testing import step
 
 # -- shell command lines --------------------------------------------------------------------------------
 
@@ -296,10 +297,5 @@ def test_queued_poll_uses_the_pending_threshold() -> None:
     """docs/detectors.md: when the last result says the work is still going ("queued" included), the repeat
     threshold is pending_threshold (12)."""
     guard = Guard(clock=None)
-    actions = []
-    for _ in range(6):
-        v = guard.check("job_status", {"job": "j1"})
-        actions.append(v.action)
-        if v.allowed:
-            guard.record("job_status", {"job": "j1"}, "queued")
+    actions = [step(guard, "job_status", {"job": "j1"}, "queued").action for _ in range(6)]
     assert actions == ["allow"] * 6
