@@ -1,6 +1,7 @@
 """looptrap: catch LLM agents in tool-call loops as the loops form, and get them out.
 
 Start with :class:`Guard`: ``check`` before a tool call, ``record`` after it, ``end_turn`` once per turn.
+State shared across processes lives in a store (:mod:`looptrap.stores`).
 """
 
 from looptrap.core import outcome
@@ -9,7 +10,7 @@ from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
 from looptrap.core.engine import Engine
 from looptrap.core.errors import LoopHalted, LooptrapError
 from looptrap.core.escalation import Escalation
-from looptrap.core.guard import Guard
+from looptrap.core.guard import AsyncGuard, Guard
 from looptrap.core.outcome import Outcome
 from looptrap.core.report import report_blocked_schema, report_blocked_tool
 from looptrap.core.state import SessionState, StateVersionError
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ACTIONS",
     "Action",
+    "AsyncGuard",
     "Budgets",
     "Call",
     "Cycle",

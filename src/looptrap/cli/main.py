@@ -1,4 +1,4 @@
-"""The ``looptrap`` command: ``replay`` a recorded trace, run the ``demo``."""
+"""The ``looptrap`` command: ``replay`` a recorded trace, run the ``demo``, inspect stored ``sessions``."""
 
 from __future__ import annotations
 
@@ -34,9 +34,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = sub.add_parser("demo", help="scripted agents stuck in each loop shape, with and without the guard")
     d.add_argument("--json", action="store_true", help="machine-readable results")
 
+    from looptrap.cli import sessions
+
+    sessions.add_parser(sub)
+
     args = parser.parse_args(argv)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "sessions":
+        return sessions.run(args)
     from looptrap.cli.demo import run_demo
 
     return run_demo(as_json=args.json)

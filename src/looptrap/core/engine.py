@@ -31,7 +31,7 @@ from looptrap.core.classify import (
 )
 from looptrap.core.config import GuardConfig
 from looptrap.core.signature import Canonicaliser, digest_text
-from looptrap.core.state import PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
+from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Signal, Verdict
 from looptrap.core.volatile import text_scrubber
 from looptrap.detectors.base import Detector, TurnEnd
@@ -225,12 +225,15 @@ class Engine:
                 s = d.check(call, state, p.policy)
                 if s is not None:
                     signals.append(s)
-        if not signals:
-            state.open_calls += 1
-            return call, ALLOW
-        verdict = self.config.escalation.decide(state, signals, call.index, self.config.report_tool)
+        verdict = (
+            self.config.escalation.decide(state, signals, call.index, self.config.report_tool) if signals else ALLOW
+        )
         if verdict.allowed:
             state.open_calls += 1
+            pending = state.pending
+            pending.append((call.digest, call.index, call.at, call.batched))
+            if len(pending) > PENDING:
+                del pending[0]
         return call, verdict
 
     def record(
@@ -244,6 +247,7 @@ class Engine:
         now: float | None = None,
     ) -> Entry:
         """After a call ran: remember its outcome. Returns the history entry."""
+        call = self._claim(state, call)
         if state.open_calls:
             state.open_calls -= 1
         if usage is not None:
@@ -259,9 +263,6 @@ class Engine:
         rd, size = self._result_digest(result)
         if size > _LONG:
             flags |= Flag.LONG
-        if call.index == 0:  # recorded without a check (e.g. a replayed result): still counts as a call
-            state.calls += 1
-            call = call.numbered(state.calls)
         p = self.plan(call.tool)
         if call.mutating:
             flags |= Flag.WRITE_ATTEMPT
@@ -307,6 +308,28 @@ class Engine:
             )
             self._escalation.after_call(state, clean)
         return entry
+
+    @staticmethod
+    def _claim(state: SessionState, call: Call) -> Call:
+        """The checked call this result belongs to: the same call (by index), else the oldest pending call
+        with the same digest (a result recorded by another process, or with an equal copy of the arguments),
+        else a call that was never checked, which still counts as a call."""
+        pending = state.pending
+        if call.index:
+            for i in range(len(pending) - 1, -1, -1):
+                if pending[i][1] == call.index:
+                    del pending[i]
+                    break
+            return call
+        for i, (digest, index, at, batched) in enumerate(pending):
+            if digest == call.digest:
+                del pending[i]
+                claimed = call.numbered(index)
+                claimed.at = at
+                claimed.batched = batched
+                return claimed
+        state.calls += 1
+        return call.numbered(state.calls)
 
     def _result_digest(self, result: Any) -> tuple[int, int]:
         if type(result) is str:

@@ -1,4 +1,9 @@
-"""``Guard``: one session's loop guard, a thin thread-safe driver around the decision engine."""
+"""``Guard`` and ``AsyncGuard``: one session's loop guard, thin drivers around the decision engine.
+
+Each public operation is one change to the session state, computed by the engine: applied under a lock to
+the guard's own state, or, with a store, by the store (atomically, shared with other processes). The sync
+and async drivers share everything but the awaiting.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from looptrap.core.config import GuardConfig
 from looptrap.core.engine import Engine
@@ -16,32 +22,31 @@ from looptrap.core.report import parse_report
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Verdict
 
-__all__ = ["Guard"]
+if TYPE_CHECKING:
+    from looptrap.stores.base import AsyncStore, Snapshot, Store
+
+__all__ = ["AsyncGuard", "Guard"]
 
 log = logging.getLogger("looptrap")
 log.addHandler(logging.NullHandler())
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+StoreErrorPolicy = Literal["open", "closed"]
 _TURN_MEMORY = 256  # tool names and signals kept for the per-turn log record
 _PENDING = 8192  # checked calls awaiting their result (parallel and async calls in flight)
+_STORE_WARN_EVERY = 60.0  # seconds between two warnings about an unreachable store
 
 
-class Guard:
-    """Guards one session (one agent run, or one conversation across tasks).
+class _Failed:
+    """The store could not apply a change (see ``on_store_error``)."""
 
-    >>> guard = Guard()
-    >>> v = guard.check("search_docs", {"query": "refund policy"})
-    >>> v.action
-    'allow'
-    >>> guard.record("search_docs", {"query": "refund policy"}, "0 results")
 
-    ``check`` before a tool runs, ``record`` after it ran, ``end_turn`` once per model turn (optional),
-    ``new_task`` when a new user request starts. None of them raises: an internal error is logged and the
-    call is allowed (``fail_closed=True`` halts instead, reason ``guard_error``).
+FAILED = _Failed()
 
-    ``config`` (or keyword options, the fields of :class:`GuardConfig`) sets detectors, budgets, escalation
-    and tool policies; ``clock`` returns seconds (``None`` disables time-based checks); ``state`` continues
-    a saved session.
-    """
+
+class _GuardBase:
+    """What :class:`Guard` and :class:`AsyncGuard` share: configuration, the cached session state, the
+    per-process bookkeeping around each operation, logging and the store failure policy."""
 
     def __init__(
         self,
@@ -51,6 +56,8 @@ class Guard:
         run_id: str | None = None,
         state: SessionState | None = None,
         logger: logging.Logger | None = None,
+        session: str | None = None,
+        on_store_error: StoreErrorPolicy = "open",
         **options: Any,
     ) -> None:
         if isinstance(config, Engine):
@@ -58,6 +65,8 @@ class Guard:
         else:
             cfg = config or GuardConfig()
             engine = Engine(cfg.replace(**options) if options else cfg)
+        if on_store_error not in ("open", "closed"):
+            raise ValueError(f"on_store_error must be 'open' or 'closed', got {on_store_error!r}")
         self._engine = engine
         self.config: GuardConfig = engine.config
         self._clock = clock
@@ -65,106 +74,16 @@ class Guard:
         self._log = logger or log
         self._state = state or SessionState()
         if not self._state.run_id:
-            self._state.run_id = run_id or os.urandom(8).hex()
+            self._state.run_id = run_id or session or os.urandom(8).hex()
+        self.session: str = session or self._state.run_id
+        self.on_store_error: StoreErrorPolicy = on_store_error
+        self.store_errors = 0  # operations the store could not apply
+        self._store_warned = float("-inf")
+        self._snap: Snapshot | None = None
         self._pending: dict[tuple[str, int], tuple[Any, Call]] = {}
-        self._pending_by_digest: dict[int, list[Call]] = {}
         self._turn_tools: list[str] = []
         self._turn_signals: list[str] = []
         self._turn_progress = False
-
-    # -- the public contract ------------------------------------------------------------------------
-    def check(self, tool: str, args: Any = None) -> Verdict:
-        """Before a tool call runs: ``allow``/``warn`` (run it), ``advise``/``block`` (don't; hand the model
-        ``verdict.message`` as the tool's error result), or ``halt`` (stop the run)."""
-        if not self.config.enabled:
-            return ALLOW
-        try:
-            now = self._now()
-            call = self._engine.call(tool, args, at=now)
-            with self._lock:
-                call, verdict = self._engine.check(self._state, call, now)
-                if verdict.allowed:
-                    self._remember_pending(call.tool, args, call)
-                if len(self._turn_tools) < _TURN_MEMORY:  # bounded even if end_turn is never called
-                    self._turn_tools.append(call.tool)
-                if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
-                    self._turn_signals.append(verdict.reason or verdict.action)
-            if verdict.signals:  # a sticky halt repeated on every later call is logged once, when it happened
-                self._log_verdict(verdict, call)
-            return verdict
-        except Exception:  # noqa: BLE001 - the guard must never take the agent down
-            return self._internal_error("check")
-
-    def record(
-        self, tool: str, args: Any = None, result: Any = None, *, is_error: bool = False, usage: Any = None
-    ) -> None:
-        """After a tool ran: its result (any value; an outcome-protocol dict is read for status/retryable),
-        whether it failed, and optionally the usage it cost."""
-        if not self.config.enabled:
-            return
-        try:
-            now = self._now()
-            engine = self._engine
-            with self._lock:
-                call = self._take_pending(tool, args)
-                if call is not None:  # the same args object as at check: no re-hashing, one lock
-                    self._note_progress(
-                        engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
-                    )
-                    return
-            fresh = engine.call(tool, args, at=now)
-            with self._lock:
-                call = self._match_pending(fresh)
-                entry = engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
-                self._note_progress(entry)
-        except Exception:  # noqa: BLE001 - the guard must never take the agent down
-            self._internal_error("record")
-
-    def end_turn(
-        self, state: Any = None, *, usage: Any = None, text: str | None = None, error: str | None = None
-    ) -> Verdict:
-        """Once per model turn. ``state``: anything describing the task's progress (same fingerprint 3 turns
-        in a row is ``no_progress``); ``usage``: tokens/cost of the turn; ``text``: the model's words;
-        ``error``: why the turn had no valid tool call, if so."""
-        if not self.config.enabled:
-            return ALLOW
-        try:
-            with self._lock:
-                verdict = self._engine.end_turn(
-                    self._state, progress=state, usage=usage, text=text, error=error, now=self._now()
-                )
-                if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
-                    self._turn_signals.append(verdict.reason or verdict.action)
-                self._log_turn()
-            if verdict.signals:
-                self._log_verdict(verdict, None)
-            return verdict
-        except Exception:  # noqa: BLE001 - the guard must never take the agent down
-            return self._internal_error("end_turn")
-
-    def new_task(self) -> None:
-        """A new user request: repetition memory starts over, budgets do not."""
-        with self._lock:
-            self._engine.new_task(self._state)
-            self._pending.clear()
-            self._pending_by_digest.clear()
-
-    # -- the honest way out -------------------------------------------------------------------------
-    def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
-        """Record that the model cannot go on and halt cleanly (reason ``reported_blocked``)."""
-        with self._lock:
-            verdict = self._engine.report_blocked(self._state, list(tried), needed)
-        self._log_verdict(verdict, None)
-        return verdict
-
-    def handle_report_blocked(self, arguments: Any) -> Verdict:
-        """The ``report_blocked`` tool's handler: validates the arguments (an ``advise`` verdict explains a
-        malformed call) and halts with reason ``reported_blocked``."""
-        try:
-            tried, needed = parse_report(arguments)
-        except ValueError as exc:
-            return Verdict(action="advise", kind="report_blocked", reason="invalid_report", message=str(exc))
-        return self.report_blocked(tried, needed)
 
     @property
     def needed(self) -> list[str]:
@@ -181,7 +100,7 @@ class Guard:
 
     @property
     def state(self) -> SessionState:
-        """The session state (plain data; ``state.to_dict()`` saves it)."""
+        """The session state (plain data; ``state.to_dict()`` saves it). With a store: as of the last call."""
         return self._state
 
     @property
@@ -189,89 +108,111 @@ class Guard:
         """The decision engine (shareable between guards of the same configuration)."""
         return self._engine
 
-    # -- wrapping tool functions ----------------------------------------------------------------------
-    @overload
-    def tool(self, fn: F, /) -> F: ...
+    # -- each operation: prepare (outside any lock), change (the state), finish (bookkeeping, logs) ------
+    def _check_change(self, tool: str, args: Any) -> Callable[[SessionState], tuple[Call, Verdict]]:
+        now = self._now()
+        return partial(self._engine.check, call=self._engine.call(tool, args, at=now), now=now)
 
-    @overload
-    def tool(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        on_advice: Callable[[Verdict], Any] | None = None,
-        result_is_error: Callable[[Any], bool] | None = None,
-    ) -> Callable[[F], F]: ...
+    def _checked(self, args: Any, got: tuple[Call, Verdict] | _Failed) -> Verdict:
+        if isinstance(got, _Failed):
+            return self._store_verdict()
+        call, verdict = got
+        with self._lock:
+            if verdict.allowed:
+                self._remember_pending(call.tool, args, call)
+            if len(self._turn_tools) < _TURN_MEMORY:  # bounded even if end_turn is never called
+                self._turn_tools.append(call.tool)
+            if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
+                self._turn_signals.append(verdict.reason or verdict.action)
+        if verdict.signals:  # a sticky halt repeated on every later call is logged once, when it happened
+            self._log_verdict(verdict, call)
+        return verdict
 
-    def tool(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        on_advice: Callable[[Verdict], Any] | None = None,
-        result_is_error: Callable[[Any], bool] | None = None,
-    ) -> F | Callable[[F], F]:
-        """Decorate a sync or async tool function: check, run, record.
+    def _record_change(
+        self, tool: str, args: Any, result: Any, is_error: bool, usage: Any
+    ) -> Callable[[SessionState], Entry]:
+        now = self._now()
+        with self._lock:
+            call = self._take_pending(tool, args)
+        if call is None:  # an equal copy of the arguments, or another process's check: matched by digest
+            call = self._engine.call(tool, args, at=now)
+        return partial(self._engine.record, call=call, result=result, is_error=is_error, usage=usage, now=now)
 
-        Advice and blocks become the function's return value (``on_advice(verdict)``, by default the
-        advice text); a halt raises :class:`looptrap.LoopHalted`. An exception from the tool is recorded
-        as an error result and re-raised.
-        """
-        from looptrap.core.wrap import guarded
+    def _recorded(self, entry: Entry | _Failed) -> None:
+        if isinstance(entry, _Failed):
+            return
+        if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
+            self._turn_progress = True
 
-        def deco(f: F) -> F:
-            return guarded(self, f, name=name, on_advice=on_advice, result_is_error=result_is_error)
+    def _turn_change(self, state: Any, usage: Any, text: str | None, error: str | None) -> Callable[..., Verdict]:
+        return partial(self._engine.end_turn, progress=state, usage=usage, text=text, error=error, now=self._now())
 
-        return deco(fn) if fn is not None else deco
+    def _turn_ended(self, got: Verdict | _Failed) -> Verdict:
+        verdict = self._store_verdict() if isinstance(got, _Failed) else got
+        with self._lock:
+            if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
+                self._turn_signals.append(verdict.reason or verdict.action)
+            self._log_turn()
+        if verdict.signals:
+            self._log_verdict(verdict, None)
+        return verdict
+
+    def _new_task_started(self) -> None:
+        with self._lock:
+            self._pending.clear()
+
+    def _report_change(self, tried: Iterable[str], needed: str) -> Callable[[SessionState], Verdict]:
+        return partial(self._engine.report_blocked, tried=list(tried), needed=needed)
+
+    def _reported(self, got: Verdict | _Failed, tried: Iterable[str], needed: str) -> Verdict:
+        if isinstance(got, _Failed):  # the store is down: the model's report still ends this run
+            got = self._engine.report_blocked(SessionState(), list(tried), needed)
+        self._log_verdict(got, None)
+        return got
+
+    # -- the store ----------------------------------------------------------------------------------
+    def _saved(self, snap: Snapshot) -> None:
+        self._snap = snap
+        self._state = snap.state
+
+    def _store_failed(self, exc: Exception) -> _Failed:
+        self._snap = None
+        self.store_errors += 1
+        now = time.monotonic()
+        if now - self._store_warned >= _STORE_WARN_EVERY:
+            self._store_warned = now
+            self._log.warning(
+                "looptrap: session store unavailable (%s); %s",
+                exc,
+                "halting" if self.on_store_error == "closed" else "allowing calls unguarded",
+                extra={"run_id": self.session, "store_errors": self.store_errors},
+            )
+        return FAILED
+
+    def _store_verdict(self) -> Verdict:
+        if self.on_store_error == "closed":
+            return Verdict(
+                action="halt", kind="store", reason="store_unavailable", message="The loop guard's store is down."
+            )
+        return ALLOW
 
     # -- internals ----------------------------------------------------------------------------------
     def _now(self) -> float | None:
         return self._clock() if self._clock is not None else None
 
-    def _note_progress(self, entry: Entry) -> None:
-        if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
-            self._turn_progress = True
-
     def _remember_pending(self, tool: str, args: Any, call: Call) -> None:
-        # Checked calls waiting for their result: by identity of the args object (no re-hashing when the
-        # caller passes the same object to record), and by digest (when it passes an equal copy).
+        # Checked calls waiting for their result, by identity of the args object: when the caller passes
+        # the same object to record, it needs no re-hashing. Equal copies are matched by digest in the state.
         p = self._pending
         if len(p) >= _PENDING:
             del p[next(iter(p))]
         p[(tool, id(args))] = (args, call)
-        q = self._pending_by_digest.setdefault(call.digest, [])
-        q.append(call)
-        if len(self._pending_by_digest) > _PENDING:
-            del self._pending_by_digest[next(iter(self._pending_by_digest))]
 
     def _take_pending(self, tool: str, args: Any) -> Call | None:
         hit = self._pending.pop((tool, id(args)), None)
         if hit is None or hit[0] is not args:
             return None
-        self._drop_by_digest(hit[1])
         return hit[1]
-
-    def _match_pending(self, call: Call) -> Call:
-        q = self._pending_by_digest.get(call.digest)
-        if not q:
-            return call  # recorded without a check: the engine counts it as a call
-        checked = q.pop(0)
-        if not q:
-            del self._pending_by_digest[call.digest]
-        return checked
-
-    def _drop_by_digest(self, call: Call) -> None:
-        q = self._pending_by_digest.get(call.digest)
-        if not q:
-            return
-        for i, c in enumerate(q):
-            if c is call:  # by identity: comparing dataclasses field by field is slow
-                del q[i]
-                break
-        if not q:
-            del self._pending_by_digest[call.digest]
 
     def _internal_error(self, where: str) -> Verdict:
         self._log.exception(
@@ -320,3 +261,248 @@ class Guard:
             "usage": {"tokens": s.tokens, "cost_usd": s.cost},
         }
         self._log.info("looptrap turn %d: %d tool call(s)", s.turn, len(tools), extra=extra)
+
+
+class Guard(_GuardBase):
+    """Guards one session (one agent run, or one conversation across tasks).
+
+    >>> guard = Guard()
+    >>> v = guard.check("search_docs", {"query": "refund policy"})
+    >>> v.action
+    'allow'
+    >>> guard.record("search_docs", {"query": "refund policy"}, "0 results")
+
+    ``check`` before a tool runs, ``record`` after it ran, ``end_turn`` once per model turn (optional),
+    ``new_task`` when a new user request starts. None of them raises: an internal error is logged and the
+    call is allowed (``fail_closed=True`` halts instead, reason ``guard_error``).
+
+    ``config`` (or keyword options, the fields of :class:`GuardConfig`) sets detectors, budgets, escalation
+    and tool policies; ``clock`` returns seconds (``None`` disables time-based checks); ``state`` continues
+    a saved session. ``store`` keeps the state where other processes share it (see :mod:`looptrap.stores`),
+    under the id ``session``; when the store is unreachable, ``on_store_error="open"`` allows the call and
+    ``"closed"`` halts it (reason ``store_unavailable``).
+    """
+
+    def __init__(
+        self,
+        config: GuardConfig | Engine | None = None,
+        *,
+        store: Store | None = None,
+        session: str | None = None,
+        on_store_error: StoreErrorPolicy = "open",
+        **options: Any,
+    ) -> None:
+        super().__init__(config, session=session, on_store_error=on_store_error, **options)
+        self._store = store
+
+    # -- the public contract ------------------------------------------------------------------------
+    def check(self, tool: str, args: Any = None) -> Verdict:
+        """Before a tool call runs: ``allow``/``warn`` (run it), ``advise``/``block`` (don't; hand the model
+        ``verdict.message`` as the tool's error result), or ``halt`` (stop the run)."""
+        if not self.config.enabled:
+            return ALLOW
+        try:
+            return self._checked(args, self._apply(self._check_change(tool, args)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("check")
+
+    def record(
+        self, tool: str, args: Any = None, result: Any = None, *, is_error: bool = False, usage: Any = None
+    ) -> None:
+        """After a tool ran: its result (any value; an outcome-protocol dict is read for status/retryable),
+        whether it failed, and optionally the usage it cost."""
+        if not self.config.enabled:
+            return
+        try:
+            self._recorded(self._apply(self._record_change(tool, args, result, is_error, usage)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            self._internal_error("record")
+
+    def end_turn(
+        self, state: Any = None, *, usage: Any = None, text: str | None = None, error: str | None = None
+    ) -> Verdict:
+        """Once per model turn. ``state``: anything describing the task's progress (same fingerprint 3 turns
+        in a row is ``no_progress``); ``usage``: tokens/cost of the turn; ``text``: the model's words;
+        ``error``: why the turn had no valid tool call, if so."""
+        if not self.config.enabled:
+            return ALLOW
+        try:
+            return self._turn_ended(self._apply(self._turn_change(state, usage, text, error)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("end_turn")
+
+    def new_task(self) -> None:
+        """A new user request: repetition memory starts over, budgets do not."""
+        self._apply(self._engine.new_task)
+        self._new_task_started()
+
+    # -- the honest way out -------------------------------------------------------------------------
+    def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
+        """Record that the model cannot go on and halt cleanly (reason ``reported_blocked``)."""
+        tried = list(tried)
+        return self._reported(self._apply(self._report_change(tried, needed)), tried, needed)
+
+    def handle_report_blocked(self, arguments: Any) -> Verdict:
+        """The ``report_blocked`` tool's handler: validates the arguments (an ``advise`` verdict explains a
+        malformed call) and halts with reason ``reported_blocked``."""
+        try:
+            tried, needed = parse_report(arguments)
+        except ValueError as exc:
+            return Verdict(action="advise", kind="report_blocked", reason="invalid_report", message=str(exc))
+        return self.report_blocked(tried, needed)
+
+    def _apply(self, change: Callable[[SessionState], R]) -> R | _Failed:
+        store = self._store
+        with self._lock:  # with a store too: this process's updates to the session would only conflict
+            if store is None:
+                return change(self._state)
+            from looptrap.stores.base import StoreError
+
+            try:
+                result, snap = store.update(self.session, change, self._snap)
+            except StoreError as exc:
+                return self._store_failed(exc)
+            except BaseException:
+                self._snap = None  # the cached state may hold a half-applied change
+                raise
+            self._saved(snap)
+            return result
+
+    # -- wrapping tool functions ----------------------------------------------------------------------
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        on_advice: Callable[[Verdict], Any] | None = None,
+        result_is_error: Callable[[Any], bool] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        on_advice: Callable[[Verdict], Any] | None = None,
+        result_is_error: Callable[[Any], bool] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Decorate a sync or async tool function: check, run, record.
+
+        Advice and blocks become the function's return value (``on_advice(verdict)``, by default the
+        advice text); a halt raises :class:`looptrap.LoopHalted`. An exception from the tool is recorded
+        as an error result and re-raised.
+        """
+        from looptrap.core.wrap import guarded
+
+        def deco(f: F) -> F:
+            return guarded(self, f, name=name, on_advice=on_advice, result_is_error=result_is_error)
+
+        return deco(fn) if fn is not None else deco
+
+
+class AsyncGuard(_GuardBase):
+    """:class:`Guard` for asyncio code whose store does I/O (``await guard.check(...)``).
+
+    The same options and behaviour; ``store`` is an :class:`looptrap.stores.AsyncStore` (a synchronous
+    store is run in a worker thread). Without a store, a plain :class:`Guard` is faster and works in async
+    code too (it never blocks).
+    """
+
+    def __init__(
+        self,
+        config: GuardConfig | Engine | None = None,
+        *,
+        store: AsyncStore | Store | None = None,
+        session: str | None = None,
+        on_store_error: StoreErrorPolicy = "open",
+        **options: Any,
+    ) -> None:
+        super().__init__(config, session=session, on_store_error=on_store_error, **options)
+        from looptrap.stores.base import Store
+        from looptrap.stores.threaded import ThreadedStore
+
+        self._store: AsyncStore | None = ThreadedStore(store) if isinstance(store, Store) else store
+        self._alock: Any = None  # an asyncio.Lock, made in the running loop on first use
+
+    async def check(self, tool: str, args: Any = None) -> Verdict:
+        """See :meth:`Guard.check`."""
+        if not self.config.enabled:
+            return ALLOW
+        try:
+            return self._checked(args, await self._apply(self._check_change(tool, args)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("check")
+
+    async def record(
+        self, tool: str, args: Any = None, result: Any = None, *, is_error: bool = False, usage: Any = None
+    ) -> None:
+        """See :meth:`Guard.record`."""
+        if not self.config.enabled:
+            return
+        try:
+            self._recorded(await self._apply(self._record_change(tool, args, result, is_error, usage)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            self._internal_error("record")
+
+    async def end_turn(
+        self, state: Any = None, *, usage: Any = None, text: str | None = None, error: str | None = None
+    ) -> Verdict:
+        """See :meth:`Guard.end_turn`."""
+        if not self.config.enabled:
+            return ALLOW
+        try:
+            return self._turn_ended(await self._apply(self._turn_change(state, usage, text, error)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("end_turn")
+
+    async def new_task(self) -> None:
+        """See :meth:`Guard.new_task`."""
+        await self._apply(self._engine.new_task)
+        self._new_task_started()
+
+    async def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
+        """See :meth:`Guard.report_blocked`."""
+        tried = list(tried)
+        return self._reported(await self._apply(self._report_change(tried, needed)), tried, needed)
+
+    async def handle_report_blocked(self, arguments: Any) -> Verdict:
+        """See :meth:`Guard.handle_report_blocked`."""
+        try:
+            tried, needed = parse_report(arguments)
+        except ValueError as exc:
+            return Verdict(action="advise", kind="report_blocked", reason="invalid_report", message=str(exc))
+        return await self.report_blocked(tried, needed)
+
+    def tool(self, fn: F, /) -> F:
+        """Decorate an async tool function: check, run, record (see :meth:`Guard.tool`)."""
+        from looptrap.core.wrap import guarded
+
+        return guarded(self, fn)
+
+    async def _apply(self, change: Callable[[SessionState], R]) -> R | _Failed:
+        store = self._store
+        if store is None:
+            with self._lock:
+                return change(self._state)
+        import asyncio
+
+        from looptrap.stores.base import StoreError
+
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        async with self._alock:
+            try:
+                result, snap = await store.update(self.session, change, self._snap)
+            except StoreError as exc:
+                return self._store_failed(exc)
+            except BaseException:
+                self._snap = None
+                raise
+            self._saved(snap)
+            return result

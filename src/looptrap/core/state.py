@@ -20,6 +20,7 @@ HISTORY = 64
 SEEN = 1024
 PREVIEWS = 48
 TOOLS = 256
+PENDING = 64
 
 
 class StateVersionError(ValueError):
@@ -73,6 +74,8 @@ class SessionState:
     calls: int = 0
     turn_calls: int = 0
     open_calls: int = 0
+    # checked calls awaiting their result, oldest first: (digest, index, arrival time, batched)
+    pending: list[tuple[int, int, float | None, bool]] = field(default_factory=list)
     epoch: int = 0
     level: int = 0
     clean: int = 0
@@ -108,6 +111,7 @@ class SessionState:
         self.task += 1
         self.turn_calls = 0
         self.open_calls = 0
+        self.pending.clear()
         self.level = 0
         self.clean = 0
         self.history.clear()
@@ -128,6 +132,7 @@ class SessionState:
             "calls": self.calls,
             "turn_calls": self.turn_calls,
             "open_calls": self.open_calls,
+            "pending": [list(p) for p in self.pending],
             "epoch": self.epoch,
             "level": self.level,
             "clean": self.clean,
@@ -169,6 +174,7 @@ class SessionState:
             "stale_run",
         ):
             setattr(s, name, data[name])
+        s.pending = [(int(d), int(i), at, bool(b)) for d, i, at, b in data.get("pending", ())]
         s.history.extend(Entry(*e) for e in data["history"])
         s.seen = {int(k): int(v) for k, v in data["seen"]}
         s.results = {int(k): int(v) for k, v in data["results"]}

@@ -14,7 +14,7 @@ from looptrap.core.errors import LoopHalted
 from looptrap.core.types import Verdict
 
 if TYPE_CHECKING:
-    from looptrap.core.guard import Guard
+    from looptrap.core.guard import AsyncGuard, Guard
 
 __all__ = ["guarded"]
 
@@ -22,13 +22,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Steps:
-    """What happens around one tool call, independent of sync or async execution."""
+    """What happens around one tool call, independent of sync or async execution (with an
+    :class:`AsyncGuard`, ``before``, ``after`` and ``failed`` return awaitables)."""
 
     __slots__ = ("guard", "name", "on_advice", "result_is_error", "sig")
 
     def __init__(
         self,
-        guard: Guard,
+        guard: Guard | AsyncGuard,
         fn: Callable[..., Any],
         name: str | None,
         on_advice: Callable[[Verdict], Any] | None,
@@ -56,7 +57,7 @@ class _Steps:
                 pass
         return {"args": list(args), **kwargs} if args else dict(kwargs)
 
-    def before(self, argmap: dict[str, Any]) -> Verdict:
+    def before(self, argmap: dict[str, Any]) -> Any:
         return self.guard.check(self.name, argmap)
 
     def refused(self, verdict: Verdict) -> Any:
@@ -64,16 +65,20 @@ class _Steps:
             raise LoopHalted(verdict)
         return self.on_advice(verdict) if self.on_advice is not None else verdict.message
 
-    def after(self, argmap: dict[str, Any], result: Any) -> None:
+    def after(self, argmap: dict[str, Any], result: Any) -> Any:
         failed = bool(self.result_is_error(result)) if self.result_is_error is not None else False
-        self.guard.record(self.name, argmap, result, is_error=failed)
+        return self.guard.record(self.name, argmap, result, is_error=failed)
 
-    def failed(self, argmap: dict[str, Any], exc: BaseException) -> None:
-        self.guard.record(self.name, argmap, f"{type(exc).__name__}: {exc}", is_error=True)
+    def failed(self, argmap: dict[str, Any], exc: BaseException) -> Any:
+        return self.guard.record(self.name, argmap, f"{type(exc).__name__}: {exc}", is_error=True)
+
+
+async def _settled(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
 
 
 def guarded(
-    guard: Guard,
+    guard: Guard | AsyncGuard,
     fn: F,
     *,
     name: str | None = None,
@@ -88,18 +93,20 @@ def guarded(
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             argmap = steps.arguments(args, kwargs)
-            verdict = steps.before(argmap)
+            verdict = await _settled(steps.before(argmap))
             if not verdict.allowed:
                 return steps.refused(verdict)
             try:
                 result = await fn(*args, **kwargs)
             except Exception as exc:
-                steps.failed(argmap, exc)
+                await _settled(steps.failed(argmap, exc))
                 raise
-            steps.after(argmap, result)
+            await _settled(steps.after(argmap, result))
             return result
 
         return cast(F, run_async)
+    if inspect.iscoroutinefunction(guard.check):
+        raise TypeError(f"an AsyncGuard guards async functions only; {steps.name!r} is not one (use a Guard)")
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
