@@ -34,6 +34,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = sub.add_parser("demo", help="scripted agents stuck in each loop shape, with and without the guard")
     d.add_argument("--json", action="store_true", help="machine-readable results")
 
+    h = sub.add_parser("hook", help="answer a coding-agent CLI's tool-call hook (reads its JSON on stdin)")
+    h.add_argument("cli", choices=["claude-code", "gemini-cli", "codex"], help="the CLI that runs the hook")
+    h.add_argument(
+        "--store",
+        metavar="URL",
+        help="where sessions live (default: $LOOPTRAP_STORE, else a SQLite file in the user's cache folder)",
+    )
+    h.add_argument("--session", help="one session id for every run (default: the CLI's session id)")
+    h.add_argument(
+        "--fail-closed", action="store_true", help="block the tool call when the hook itself fails (default: allow)"
+    )
+
     from looptrap.cli import sessions
 
     sessions.add_parser(sub)
@@ -43,6 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args)
     if args.command == "sessions":
         return sessions.run(args)
+    if args.command == "hook":
+        from looptrap.hooks.base import main_io
+
+        return main_io(args.cli, sessions.store_url(args.store), args.session, args.fail_closed)
     from looptrap.cli.demo import run_demo
 
     return run_demo(as_json=args.json)

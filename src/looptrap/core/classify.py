@@ -357,7 +357,8 @@ def _shell_line(tool: str, args: Any) -> str | None:
     low = tool.lower()
     for key in _COMMAND_KEYS:
         cmd = args.get(key)
-        if isinstance(cmd, str) and (low in _SHELL_TOOLS or " " in cmd.strip()):
+        if isinstance(cmd, str) and (low in _SHELL_TOOLS or (" " in cmd.strip() and not _words_mutate(tool))):
+            # A command line, unless the tool's own name says it writes: apply_patch {"command": "*** Begin..."}
             return cmd
         if isinstance(cmd, list) and low in _SHELL_TOOLS and all(isinstance(c, str) for c in cmd):
             return " ".join(cmd)

@@ -12,10 +12,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from looptrap.stores.base import DEFAULT_TTL, AsyncStore, SessionInfo, Snapshot, Store, StoreError
 from looptrap.stores.memory import MemoryStore
 from looptrap.stores.sqlite import SQLiteStore
-from looptrap.stores.threaded import ThreadedStore
 
 if TYPE_CHECKING:
     from looptrap.stores.redis import AsyncRedisStore, RedisStore
+    from looptrap.stores.threaded import ThreadedStore
 
 __all__ = [
     "DEFAULT_TTL",
@@ -39,6 +39,10 @@ def __getattr__(name: str) -> Any:
         from looptrap.stores import redis
 
         return getattr(redis, name)
+    if name == "ThreadedStore":  # asyncio takes longer to import than a hook process should spend
+        from looptrap.stores.threaded import ThreadedStore
+
+        return ThreadedStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -88,4 +92,6 @@ def open_async_store(url: str) -> AsyncStore:
         from looptrap.stores.redis import AsyncRedisStore
 
         return AsyncRedisStore(clean, ttl=ttl)
+    from looptrap.stores.threaded import ThreadedStore
+
     return ThreadedStore(open_store(url))

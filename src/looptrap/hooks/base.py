@@ -1,0 +1,251 @@
+"""What every hook shares: read the event, apply the guard against the store, answer; never crash the CLI."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from looptrap.core.types import Verdict
+
+__all__ = ["PROTOCOLS", "Answer", "HookEvent", "Protocol", "run_hook"]
+
+Phase = Literal["before", "after", "prompt", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class HookEvent:
+    """One hook payload, read into the guard's vocabulary."""
+
+    phase: Phase  # before a tool runs, after it ran, a new user prompt, or an event the guard ignores
+    session: str
+    tool: str = ""
+    args: Any = None
+    result: Any = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the hook process prints and how it exits."""
+
+    stdout: str = ""
+    exit_code: int = 0
+    stderr: str = ""
+
+
+class Protocol:
+    """One CLI's hook format: how to read its payloads and how to answer a verdict."""
+
+    name = ""
+    allow = Answer()  # exit 0, nothing on stdout: no opinion, the CLI's own permission rules apply
+
+    def parse(self, payload: dict[str, Any]) -> HookEvent:
+        raise NotImplementedError
+
+    def refuse(self, verdict: Verdict, event: HookEvent) -> Answer:
+        """Advice or a block: the call is denied and the model reads ``verdict.message``."""
+        raise NotImplementedError
+
+    def halt(self, verdict: Verdict, event: HookEvent) -> Answer:
+        """The run stops; ``event`` is the call that met the halt (before it ran, or after)."""
+        raise NotImplementedError
+
+    def failed_closed(self, reason: str) -> Answer:
+        """``--fail-closed`` and the hook itself failed: block the call (exit 2, reason on stderr)."""
+        return Answer(exit_code=2, stderr=reason)
+
+
+def _json(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def stop_reason(verdict: Verdict) -> str:
+    """The text a CLI shows when looptrap stops the run."""
+    text = f"looptrap stopped the run ({verdict.reason or 'halt'}): {verdict.message}"
+    return f"{text} {verdict.summary}" if verdict.summary else text
+
+
+class ClaudeCode(Protocol):
+    """Claude Code: ``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure`` and ``UserPromptSubmit``."""
+
+    name = "claude-code"
+
+    def parse(self, payload: dict[str, Any]) -> HookEvent:
+        from looptrap.hooks.results import claude_result
+
+        event = payload.get("hook_event_name")
+        session = _session(payload)
+        if event == "UserPromptSubmit":
+            return HookEvent("prompt", session)
+        if event not in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+            return HookEvent("other", session)
+        tool = _tool(payload)
+        args = payload.get("tool_input")
+        if event == "PreToolUse":
+            return HookEvent("before", session, tool, args)
+        if event == "PostToolUseFailure":
+            return HookEvent("after", session, tool, args, payload.get("error") or "", is_error=True)
+        return HookEvent("after", session, tool, args, claude_result(tool, payload.get("tool_response")))
+
+    def refuse(self, verdict: Verdict, event: HookEvent) -> Answer:
+        return Answer(_json({"hookSpecificOutput": _deny(verdict.message)}))
+
+    def halt(self, verdict: Verdict, event: HookEvent) -> Answer:
+        out: dict[str, Any] = {"continue": False, "stopReason": stop_reason(verdict)}
+        if event.phase == "before":
+            out["hookSpecificOutput"] = _deny(verdict.message)
+        return Answer(_json(out))
+
+
+class Codex(ClaudeCode):
+    """OpenAI Codex CLI: Claude Code's format, but a run can only be stopped from ``PostToolUse`` (``continue``
+    in a ``PreToolUse`` answer fails the hook and runs the tool), and unknown output fields are errors."""
+
+    name = "codex"
+
+    def halt(self, verdict: Verdict, event: HookEvent) -> Answer:
+        if event.phase == "before":  # deny with the stop text; the next PostToolUse stops the run
+            return Answer(_json({"hookSpecificOutput": _deny(stop_reason(verdict))}))
+        return Answer(_json({"continue": False, "stopReason": stop_reason(verdict)}))
+
+
+class GeminiCli(Protocol):
+    """Gemini CLI: ``BeforeTool``, ``AfterTool`` and ``BeforeAgent``; decisions are top-level fields, and
+    stdout must always hold a JSON object."""
+
+    name = "gemini-cli"
+    allow = Answer("{}")
+
+    def parse(self, payload: dict[str, Any]) -> HookEvent:
+        from looptrap.hooks.results import gemini_result
+
+        event = payload.get("hook_event_name")
+        session = _session(payload)
+        if event == "BeforeAgent":
+            return HookEvent("prompt", session)
+        if event not in ("BeforeTool", "AfterTool"):
+            return HookEvent("other", session)
+        tool = _tool(payload)
+        args = payload.get("tool_input")
+        if event == "BeforeTool":
+            return HookEvent("before", session, tool, args)
+        result, is_error = gemini_result(payload.get("tool_response"))
+        return HookEvent("after", session, tool, args, result, is_error)
+
+    def refuse(self, verdict: Verdict, event: HookEvent) -> Answer:
+        return Answer(_json({"decision": "deny", "reason": verdict.message}))
+
+    def halt(self, verdict: Verdict, event: HookEvent) -> Answer:
+        out: dict[str, Any] = {"continue": False, "stopReason": stop_reason(verdict)}
+        if event.phase == "before":
+            out.update(decision="deny", reason=verdict.message)
+        return Answer(_json(out))
+
+
+def _deny(reason: str) -> dict[str, str]:
+    return {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}
+
+
+def _session(payload: dict[str, Any]) -> str:
+    s = payload.get("session_id")
+    if not isinstance(s, str) or not s:
+        raise ValueError("the hook payload has no session_id")
+    return s[:512]
+
+
+def _tool(payload: dict[str, Any]) -> str:
+    t = payload.get("tool_name")
+    if not isinstance(t, str) or not t:
+        raise ValueError("the hook payload has no tool_name")
+    return t
+
+
+PROTOCOLS: dict[str, type[Protocol]] = {p.name: p for p in (ClaudeCode, GeminiCli, Codex)}
+
+
+def run_hook(
+    protocol: Protocol,
+    stdin: bytes,
+    *,
+    store_url: str,
+    session: str | None = None,
+    fail_closed: bool = False,
+) -> Answer:
+    """Handle one hook invocation. Never raises: a failure allows the call (exit 0, a note on stderr), or
+    with ``fail_closed`` blocks it."""
+    try:
+        return _handle(protocol, stdin, store_url, session, fail_closed)
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the user's tools
+        reason = f"looptrap hook {protocol.name}: {type(exc).__name__}: {exc}"
+        if fail_closed:
+            return protocol.failed_closed(reason + " (failing closed)")
+        return Answer(protocol.allow.stdout, 0, reason + " (allowing the call)")
+
+
+def _handle(protocol: Protocol, stdin: bytes, store_url: str, session: str | None, fail_closed: bool) -> Answer:
+    try:
+        payload = orjson.loads(stdin)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"stdin is not a JSON hook payload ({exc})") from None
+    if not isinstance(payload, dict):
+        raise ValueError("stdin is not a JSON object")
+    event = protocol.parse(payload)
+    if event.phase == "other":
+        return protocol.allow
+
+    from looptrap.core.guard import Guard
+    from looptrap.stores import open_store
+
+    store = open_store(store_url)
+    try:
+        guard = Guard(
+            store=store,
+            session=session or event.session,
+            on_store_error="closed" if fail_closed else "open",
+            report_tool=None,  # the CLI has no report_blocked tool: advice tells the model to say so instead
+        )
+        if event.phase == "prompt":
+            guard.new_task()
+            return protocol.allow
+        if event.phase == "before":
+            verdict = guard.check(event.tool, event.args)
+        else:
+            guard.record(event.tool, event.args, event.result, is_error=event.is_error)
+            verdict = guard.halted or Verdict()
+        note = _store_note(guard)
+    finally:
+        store.close()
+    if verdict.action == "halt":
+        return _with_note(protocol.halt(verdict, event), note)
+    if verdict.action in ("advise", "block"):
+        return _with_note(protocol.refuse(verdict, event), note)
+    return _with_note(protocol.allow, note)
+
+
+def _store_note(guard: Any) -> str:
+    if not guard.store_errors:
+        return ""
+    return f"looptrap: the session store was unavailable ({guard.store_errors} failed update(s))"
+
+
+def _with_note(answer: Answer, note: str) -> Answer:
+    return Answer(answer.stdout, answer.exit_code, note) if note else answer
+
+
+def main_io(protocol_name: str, store_url: str, session: str | None, fail_closed: bool) -> int:
+    """Read stdin, answer on stdout/stderr, return the exit code (the CLI's entry point)."""
+    answer = run_hook(
+        PROTOCOLS[protocol_name](),
+        sys.stdin.buffer.read(),
+        store_url=store_url,
+        session=session,
+        fail_closed=fail_closed,
+    )
+    if answer.stdout:
+        sys.stdout.write(answer.stdout + "\n")
+    if answer.stderr:
+        sys.stderr.write(answer.stderr + "\n")
+    return answer.exit_code

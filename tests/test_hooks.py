@@ -1,0 +1,218 @@
+"""``looptrap hook claude-code|gemini-cli|codex``, run as a real subprocess per event (as the CLIs run it), fed
+payloads written from each CLI's documented hook schema (tests/data/hooks/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "hooks"
+
+
+def payload(cli: str, name: str, **changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA / cli / f"{name}.json").read_text())
+    data.update(changes)
+    return data
+
+
+class Hook:
+    """Runs the hook command the way a CLI does: a fresh process per event, JSON on stdin."""
+
+    def __init__(self, cli: str, store: str, *extra: str) -> None:
+        self.cli = cli
+        self.args = [sys.executable, "-m", "looptrap.cli.main", "hook", cli, "--store", store, *extra]
+
+    def raw(self, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(self.args, input=stdin, capture_output=True, timeout=60)
+
+    def __call__(self, name: str, **changes: Any) -> tuple[int, dict[str, Any] | None]:
+        proc = self.raw(json.dumps(payload(self.cli, name, **changes)).encode())
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout.decode().strip()
+        return proc.returncode, (json.loads(out) if out else None)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/hooks.db"
+
+
+# -- Claude Code -------------------------------------------------------------------------------------------
+def test_claude_code_loop_gets_advice_then_a_block_then_a_stop(store: str) -> None:
+    hook = Hook("claude-code", store)
+    answers = []
+    for _ in range(6):
+        _, out = hook("pre_grep_empty")
+        answers.append(out)
+        if out is None:  # the CLI ran the tool: its PostToolUse follows
+            assert hook("post_grep_empty") == (0, None)
+    assert answers[:2] == [None, None]  # allowed silently: the user's own permission rules apply
+    advice = answers[2]
+    assert advice == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": advice["hookSpecificOutput"]["permissionDecisionReason"],
+        }
+    }
+    reason = advice["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith("You have called Grep with these exact arguments 3 times")
+    assert "report_blocked" not in reason  # Claude Code has no such tool
+    assert "say so in your answer" in reason
+    block = answers[3]
+    assert block is not None
+    assert block["hookSpecificOutput"]["permissionDecisionReason"].startswith("Blocked: this call was not run.")
+    stop = answers[4]
+    assert stop is not None
+    assert stop["continue"] is False
+    assert stop["stopReason"].startswith("looptrap stopped the run (loop_repeat)")
+    assert stop["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert answers[5] is not None
+    assert answers[5]["continue"] is False  # halted stays halted
+
+
+def test_claude_code_healthy_session_is_untouched(store: str) -> None:
+    hook = Hook("claude-code", store)
+    for name in ("read", "grep", "glob", "edit", "bash", "write", "mcp", "bash_subagent"):
+        assert hook(f"pre_{name}") == (0, None)
+        if (DATA / "claude-code" / f"post_{name}.json").exists():
+            assert hook(f"post_{name}") == (0, None)
+    # edit-then-test rounds: the same test command after each edit is not a loop
+    for _ in range(5):
+        assert hook("pre_edit") == (0, None)
+        assert hook("post_edit") == (0, None)
+        assert hook("pre_bash") == (0, None)
+        assert hook("post_bash") == (0, None)
+
+
+def test_claude_code_failures_arrive_as_post_tool_use_failure(store: str) -> None:
+    hook = Hook("claude-code", store)
+    outs = []
+    for _ in range(5):
+        _, out = hook("pre_bash_error")
+        outs.append(out)
+        if out is None:
+            assert hook("post_bash_error") == (0, None)
+    first = next(i for i, o in enumerate(outs) if o is not None)
+    assert first <= 3  # the same failing command: caught by its third or fourth run
+    assert "failed" in json.dumps(outs[first]) or "error" in json.dumps(outs[first]).lower()
+
+
+def test_a_new_user_prompt_starts_a_new_task(store: str) -> None:
+    hook = Hook("claude-code", store)
+    prompt = {
+        "session_id": payload("claude-code", "pre_grep")["session_id"],
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "now look for the footer parser",
+        "cwd": "/home/user/project",
+    }
+    for _ in range(2):
+        assert hook("pre_grep_empty") == (0, None)
+        assert hook("post_grep_empty") == (0, None)
+    proc = hook.raw(json.dumps(prompt).encode())
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    for _ in range(2):  # without the new task, the first of these would be advised
+        assert hook("pre_grep_empty") == (0, None)
+        assert hook("post_grep_empty") == (0, None)
+
+
+def test_sessions_are_kept_apart(store: str) -> None:
+    hook = Hook("claude-code", store)
+    for i in range(4):
+        assert hook("pre_grep_empty", session_id=f"session-{i}") == (0, None)
+        assert hook("post_grep_empty", session_id=f"session-{i}") == (0, None)
+
+
+# -- failures of the hook itself -----------------------------------------------------------------------------
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"hook_event_name": "PreToolUse"}', b"\xff\xfe"])
+def test_bad_input_allows_the_call_and_says_why(store: str, stdin: bytes) -> None:
+    proc = Hook("claude-code", store).raw(stdin)
+    assert proc.returncode == 0
+    assert proc.stdout == b""
+    assert b"looptrap hook claude-code" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+def test_fail_closed_blocks_on_bad_input(store: str) -> None:
+    proc = Hook("claude-code", store, "--fail-closed").raw(b"not json")
+    assert proc.returncode == 2  # Claude Code: exit 2 blocks the call and shows stderr
+    assert b"failing closed" in proc.stderr
+
+
+def test_an_unreachable_store_allows_the_call(tmp_path: Path) -> None:
+    dead = "redis://127.0.0.1:1/0"
+    proc = Hook("claude-code", dead).raw(json.dumps(payload("claude-code", "pre_grep")).encode())
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert b"store was unavailable" in proc.stderr
+    closed = Hook("claude-code", dead, "--fail-closed")
+    _, out = closed("pre_grep")
+    assert out is not None
+    assert out["continue"] is False
+    assert "store_unavailable" in out["stopReason"]
+
+
+def test_events_the_guard_does_not_use_are_allowed(store: str) -> None:
+    other = {"session_id": "s", "hook_event_name": "Notification", "message": "Claude needs your permission"}
+    proc = Hook("claude-code", store).raw(json.dumps(other).encode())
+    assert (proc.returncode, proc.stdout) == (0, b"")
+
+
+# -- Gemini CLI ---------------------------------------------------------------------------------------------
+def test_gemini_cli_answers_in_its_own_format(store: str) -> None:
+    hook = Hook("gemini-cli", store)
+    answers = []
+    for _ in range(5):
+        _, out = hook("pre_grep")
+        answers.append(out)
+        if out == {}:
+            assert hook("post_grep_empty") == (0, {})
+    assert answers[:2] == [{}, {}]  # Gemini parses stdout as JSON: an allow is {}
+    assert answers[2] is not None
+    assert set(answers[2]) == {"decision", "reason"}
+    assert answers[2]["decision"] == "deny"
+    assert "grep_search" in answers[2]["reason"]
+    halt = answers[4]
+    assert halt is not None
+    assert halt["continue"] is False
+    assert halt["decision"] == "deny"
+
+
+def test_gemini_cli_shell_results_ignore_process_ids(store: str) -> None:
+    hook = Hook("gemini-cli", store)
+    outs = []
+    for pgid in (48211, 48377, 48502, 48630):
+        _, out = hook("pre_shell", tool_input={"command": "ls /home/user/project/missing"})
+        outs.append(out)
+        response = {"llmContent": f"Output: (empty)\nProcess Group PGID: {pgid}", "returnDisplay": ""}
+        hook("post_shell", tool_input={"command": "ls /home/user/project/missing"}, tool_response=response)
+    assert outs[:2] == [{}, {}]
+    assert outs[2] is not None
+    assert outs[2].get("decision") == "deny"  # the same empty output, whatever the process id
+
+
+# -- Codex ---------------------------------------------------------------------------------------------------
+def test_codex_denies_in_pre_and_stops_only_from_post(store: str) -> None:
+    hook = Hook("codex", store)
+    answers = []
+    for _ in range(5):
+        _, out = hook("pre_grep")
+        answers.append(out)
+        if out is None:
+            assert hook("post_grep_empty") == (0, None)
+    assert answers[:2] == [None, None]
+    for out in answers[2:]:
+        assert out is not None
+        assert set(out) == {"hookSpecificOutput"}  # Codex fails a hook on any undocumented field
+        assert set(out["hookSpecificOutput"]) == {"hookEventName", "permissionDecision", "permissionDecisionReason"}
+    assert answers[4] is not None
+    assert answers[4]["hookSpecificOutput"]["permissionDecisionReason"].startswith("looptrap stopped the run")
+    # Any tool that still completes after the halt ends the run from its PostToolUse.
+    assert hook("post_bash") == (
+        0,
+        {"continue": False, "stopReason": answers[4]["hookSpecificOutput"]["permissionDecisionReason"]},
+    )
