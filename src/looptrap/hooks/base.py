@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -15,8 +14,9 @@ __all__ = ["PROTOCOLS", "Answer", "HookEvent", "Protocol", "run_hook"]
 Phase = Literal["before", "after", "prompt", "other"]
 
 
-@dataclass(frozen=True, slots=True)
-class HookEvent:
+# Plain tuples, not dataclasses: the hook is a fresh process per tool call, and every import and class
+# definition is paid on each one.
+class HookEvent(NamedTuple):
     """One hook payload, read into the guard's vocabulary."""
 
     phase: Phase  # before a tool runs, after it ran, a new user prompt, or an event the guard ignores
@@ -27,8 +27,7 @@ class HookEvent:
     is_error: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """What the hook process prints and how it exits."""
 
     stdout: str = ""
