@@ -1,7 +1,8 @@
 """The upstream MCP server that the `looptrap mcp-proxy` tests put behind the proxy.
 
 Run it as `python tests/mcp_upstream.py`: it serves MCP over stdio with a few tools (plus one resource and
-one prompt) whose behaviour the proxy tests rely on. It is not a test module, so pytest does not collect it.
+one prompt) whose behaviour the proxy tests rely on. With ``MCP_UPSTREAM_LOG`` set, ``search_docs`` appends a
+line to that file each time its body runs. It is not a test module, so pytest does not collect it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ def echo(text: str) -> str:
 @server.tool()
 def search_docs(query: str) -> str:
     """Search the docs; always finds nothing, so an agent calling it can loop."""
+    log = os.environ.get("MCP_UPSTREAM_LOG")  # the tests count the tool's real runs in this file
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"search_docs {query}\n")
     return "0 results"
 
 

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 __all__ = ["main"]
@@ -46,6 +46,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--fail-closed", action="store_true", help="block the tool call when the hook itself fails (default: allow)"
     )
 
+    m = sub.add_parser(
+        "mcp-proxy",
+        help="an MCP server over stdio that guards the one started by the command after --",
+        usage="looptrap mcp-proxy [--store URL] [--session ID] [--report-tool NAME | --no-report-tool] "
+        "[--fail-closed] -- COMMAND [ARGS...]",
+    )
+    m.add_argument("--store", metavar="URL", help="keep the session in a store (default: in the proxy's memory)")
+    m.add_argument(
+        "--session",
+        help="session id shared by every proxy that names it (default: one session per proxy process; with "
+        "--session and no --store, the SQLite file in the user's cache folder)",
+    )
+    m.add_argument("--report-tool", default="report_blocked", metavar="NAME", help="name of the added tool")
+    m.add_argument("--no-report-tool", action="store_true", help="do not add the report_blocked tool")
+    m.add_argument("--fail-closed", action="store_true", help="halt calls when the guard or its store fails")
+    m.add_argument(
+        "upstream", nargs=argparse.REMAINDER, metavar="COMMAND", help="the upstream MCP server's command, after --"
+    )
+
     from looptrap.cli import sessions
 
     sessions.add_parser(sub)
@@ -55,13 +74,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args)
     if args.command == "sessions":
         return sessions.run(args)
+    if args.command == "mcp-proxy":
+        return _mcp_proxy(args, sessions.store_url)
     if args.command == "hook":
-        from looptrap.hooks.base import main_io
+        from looptrap.integrations.hooks.base import main_io
 
         return main_io(args.cli, sessions.store_url(args.store), args.session, args.fail_closed)
     from looptrap.cli.demo import run_demo
 
     return run_demo(as_json=args.json)
+
+
+def _mcp_proxy(args: argparse.Namespace, default_store: Callable[[str | None], str]) -> int:
+    command = args.upstream[1:] if args.upstream[:1] == ["--"] else args.upstream
+    try:
+        from looptrap.integrations.mcp_proxy import main as proxy_main
+    except ImportError as exc:
+        print(f"looptrap mcp-proxy needs the mcp package: pip install 'looptrap[mcp]' ({exc})", file=sys.stderr)
+        return 2
+    store = args.store or (default_store(None) if args.session else None)
+    report_tool = None if args.no_report_tool else args.report_tool
+    return proxy_main(
+        command, store_url=store, session_id=args.session, report_tool=report_tool, fail_closed=args.fail_closed
+    )
 
 
 _PARALLEL_BYTES = 32 << 20  # files above this are replayed by several processes unless --jobs says otherwise

@@ -63,8 +63,7 @@ def _json(obj: Any) -> str:
 
 def stop_reason(verdict: Verdict) -> str:
     """The text a CLI shows when looptrap stops the run."""
-    text = f"looptrap stopped the run ({verdict.reason or 'halt'}): {verdict.message}"
-    return f"{text} {verdict.summary}" if verdict.summary else text
+    return f"looptrap stopped the run ({verdict.reason or 'halt'}): {verdict.message}"
 
 
 class ClaudeCode(Protocol):
@@ -73,7 +72,7 @@ class ClaudeCode(Protocol):
     name = "claude-code"
 
     def parse(self, payload: dict[str, Any]) -> HookEvent:
-        from looptrap.hooks.results import claude_result
+        from looptrap.integrations.hooks.results import claude_result
 
         event = payload.get("hook_event_name")
         session = _session(payload)
@@ -119,7 +118,7 @@ class GeminiCli(Protocol):
     allow = Answer("{}")
 
     def parse(self, payload: dict[str, Any]) -> HookEvent:
-        from looptrap.hooks.results import gemini_result
+        from looptrap.integrations.hooks.results import gemini_result
 
         event = payload.get("hook_event_name")
         session = _session(payload)

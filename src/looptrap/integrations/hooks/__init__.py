@@ -4,6 +4,6 @@ Each CLI sends a JSON payload on stdin before and after every tool call; the hoo
 state in a store (a SQLite file in the user's cache folder by default) and answers in that CLI's format.
 """
 
-from looptrap.hooks.base import PROTOCOLS, Answer, HookEvent, Protocol, run_hook
+from looptrap.integrations.hooks.base import PROTOCOLS, Answer, HookEvent, Protocol, run_hook
 
 __all__ = ["PROTOCOLS", "Answer", "HookEvent", "Protocol", "run_hook"]

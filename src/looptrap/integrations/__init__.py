@@ -1,0 +1,5 @@
+"""Where looptrap meets other software: coding-agent CLI hooks (``hooks``) and the MCP proxy (``mcp_proxy``).
+
+Each integration is imported on its own (``import looptrap.integrations.mcp_proxy``); this package imports
+nothing, so ``import looptrap`` never pulls in a framework.
+"""
