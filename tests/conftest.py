@@ -96,3 +96,73 @@ def redis_url(redis_server: RedisServer) -> str:
         redis_server.start()
     redis.Redis.from_url(redis_server.url).flushall()
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def secure_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server that wants a password and speaks only TLS (a self-signed certificate made here):
+    the ``rediss://:password@host:port/db`` form of URL, as a managed Redis service gives it."""
+    need("redis-server", shutil.which("redis-server") is not None)
+    need("openssl", shutil.which("openssl") is not None)
+    need("the redis package (pip install 'looptrap[redis]')", importlib.util.find_spec("redis") is not None)
+    d = tmp_path_factory.mktemp("redis-tls")
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(d / "key.pem"),
+            "-out",
+            str(d / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            "0",
+            "--tls-port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--requirepass",
+            "s3cret",
+            "--tls-cert-file",
+            str(d / "cert.pem"),
+            "--tls-key-file",
+            str(d / "key.pem"),
+            "--tls-ca-cert-file",
+            str(d / "cert.pem"),
+            "--tls-auth-clients",
+            "no",
+            "--dir",
+            str(d),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"rediss://:s3cret@127.0.0.1:{port}/0?ssl_ca_certs={d / 'cert.pem'}"
+    proc.kill()
+    proc.wait()

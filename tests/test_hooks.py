@@ -216,3 +216,24 @@ def test_codex_denies_in_pre_and_stops_only_from_post(store: str) -> None:
         0,
         {"continue": False, "stopReason": answers[4]["hookSpecificOutput"]["permissionDecisionReason"]},
     )
+
+
+def test_hook_options_and_help(store: str, tmp_path: Path) -> None:
+    # --store=URL and --session given in either form, in any order
+    args = [sys.executable, "-m", "looptrap.cli.main", "hook", "--session", "fixed", "claude-code", f"--store={store}"]
+    for _ in range(3):
+        pre = subprocess.run(
+            args,
+            input=json.dumps(payload("claude-code", "pre_grep_empty", session_id="a")).encode(),
+            capture_output=True,
+            timeout=60,
+        )
+        post = json.dumps(payload("claude-code", "post_grep_empty", session_id="b")).encode()
+        subprocess.run(args, input=post, capture_output=True, timeout=60, check=True)
+    assert b"permissionDecision" in pre.stdout  # one session, whatever session_id the payloads carried
+    helped = subprocess.run([*args[:4], "--help"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0
+    assert "--fail-closed" in helped.stdout
+    bad = subprocess.run([*args[:4], "vim"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert "invalid choice" in bad.stderr

@@ -309,7 +309,7 @@ def test_store_urls(tmp_path: Path) -> None:
     assert isinstance(open_store("memory://"), MemoryStore)
     s = open_store(f"sqlite:///{tmp_path}/x.db?ttl=60")
     assert isinstance(s, SQLiteStore)
-    assert s.path == tmp_path / "x.db"
+    assert s.path == str(tmp_path / "x.db")
     assert s.ttl == 60
     bare = open_store(str(tmp_path / "y.db"))
     assert isinstance(bare, SQLiteStore)
@@ -321,3 +321,23 @@ def test_store_urls(tmp_path: Path) -> None:
         open_store("memory://?ttl=soon")
     with pytest.raises(StoreError):
         SQLiteStore(tmp_path).update("s", bump)  # a folder, not a database file
+
+
+def test_redis_over_tls_with_a_password(secure_redis_url: str) -> None:
+    store = open_store(secure_redis_url + "&ttl=60")
+    guard = Guard(store=store, session="tls", on_store_error="closed")
+    args = {"query": "refund policy"}
+    actions = []
+    for _ in range(3):
+        v = guard.check("search_docs", args)
+        actions.append(v.action)
+        if v.allowed:
+            guard.record("search_docs", args, "0 results")
+    assert actions == ["allow", "allow", "advise"]
+    assert store.ttl == 60
+    wrong = open_store(secure_redis_url.replace("s3cret", "wrong"))
+    with pytest.raises(StoreError) as err:
+        wrong.load("tls")
+    assert "wrong" not in str(err.value)  # the password never reaches a message or a log
+    assert ":***@127.0.0.1" in str(err.value)
+    store.close()

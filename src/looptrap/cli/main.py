@@ -1,19 +1,31 @@
-"""The ``looptrap`` command: ``replay`` a recorded trace, run the ``demo``, inspect stored ``sessions``."""
+"""The ``looptrap`` command: ``replay`` a recorded trace, run the ``demo``, inspect stored ``sessions``, answer
+a CLI's ``hook``, run the ``mcp-proxy``."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main"]
+
+_HOOK_CLIS = ("claude-code", "gemini-cli", "codex")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["hook"]:
+        code = _hook_fast(words[1:])
+        if code is not None:
+            return code
+    import argparse
+
     parser = argparse.ArgumentParser(prog="looptrap", description="Catch LLM agents in tool-call loops.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -35,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--json", action="store_true", help="machine-readable results")
 
     h = sub.add_parser("hook", help="answer a coding-agent CLI's tool-call hook (reads its JSON on stdin)")
-    h.add_argument("cli", choices=["claude-code", "gemini-cli", "codex"], help="the CLI that runs the hook")
+    h.add_argument("cli", choices=_HOOK_CLIS, help="the CLI that runs the hook")
     h.add_argument(
         "--store",
         metavar="URL",
@@ -69,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     sessions.add_parser(sub)
 
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     if args.command == "replay":
         return _replay(args)
     if args.command == "sessions":
@@ -83,6 +95,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     from looptrap.cli.demo import run_demo
 
     return run_demo(as_json=args.json)
+
+
+def _hook_fast(words: list[str]) -> int | None:
+    """``hook`` without argparse: the hook is a fresh process per tool call, and argparse's import and
+    parser building are a tenth of its time. Anything unusual (``--help``, a typo) returns ``None`` and goes
+    through the full parser, which explains it."""
+    opts: dict[str, str | bool] = {}
+    cli = None
+    it = iter(words)
+    for w in it:
+        name, eq, value = w.partition("=")
+        if name in ("--store", "--session"):
+            got = value if eq else next(it, None)
+            if not got:
+                return None
+            opts[name] = got
+        elif w == "--fail-closed":
+            opts[w] = True
+        elif w in _HOOK_CLIS and cli is None:
+            cli = w
+        else:
+            return None
+    if cli is None:
+        return None
+    from looptrap.cli.sessions import store_url
+    from looptrap.integrations.hooks.base import main_io
+
+    store = opts.get("--store")
+    session = opts.get("--session")
+    return main_io(
+        cli,
+        store_url(store if isinstance(store, str) else None),
+        session if isinstance(session, str) else None,
+        bool(opts.get("--fail-closed")),
+    )
 
 
 def _mcp_proxy(args: argparse.Namespace, default_store: Callable[[str | None], str]) -> int:

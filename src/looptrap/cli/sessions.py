@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
 from looptrap.core.state import Flag, SessionState
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["add_parser", "run", "store_url"]
 
@@ -93,7 +95,7 @@ def _list(infos: object, as_json: bool, out: IO[str]) -> int:
     rows: list[SessionInfo] = sorted(infos, key=lambda i: i.updated or 0)  # type: ignore[call-overload]
     if as_json:
         for i in rows:
-            out.write(orjson.dumps(i).decode() + "\n")
+            out.write(orjson.dumps(i._asdict()).decode() + "\n")
         return 0
     table = [("session", "calls", "turns", "level", "halted", "updated")]
     for i in rows:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import orjson
 
@@ -39,16 +38,15 @@ class StoreError(LooptrapError):
     """The store could not be reached, or did not answer in time."""
 
 
-@dataclass(slots=True)
-class Snapshot:
+# NamedTuples, not dataclasses: cheaper to define, and a hook process pays for every definition it imports.
+class Snapshot(NamedTuple):
     """A session's state as of one revision (what a guard caches between calls)."""
 
     rev: int
     state: SessionState
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
+class SessionInfo(NamedTuple):
     """One stored session, as listed by ``looptrap sessions list``."""
 
     session: str

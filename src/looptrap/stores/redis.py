@@ -131,6 +131,16 @@ class _Cas(Generic[R]):
         return 0.0
 
 
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not sep or not at:
+        return url
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"
+
+
 def _client_options(socket_timeout: float) -> dict[str, Any]:
     return {"socket_timeout": socket_timeout, "socket_connect_timeout": socket_timeout}
 
@@ -154,7 +164,7 @@ class RedisStore(Store):
         self._keys = _Keys(prefix, ttl)
         self._cas = self._redis.register_script(_CAS)
         self.ttl = ttl
-        self.url = url
+        self.url = redact(url)  # for messages: never the password
 
     def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         cas = _Cas(self._keys, session, change, cached)
@@ -209,7 +219,7 @@ class AsyncRedisStore(AsyncStore):
         self._keys = _Keys(prefix, ttl)
         self._cas = self._redis.register_script(_CAS)
         self.ttl = ttl
-        self.url = url
+        self.url = redact(url)  # for messages: never the password
 
     async def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         cas = _Cas(self._keys, session, change, cached)

@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from looptrap.core.state import SessionState
@@ -43,16 +42,18 @@ CREATE TABLE IF NOT EXISTS looptrap_sessions (
 _PURGE_EVERY = 300.0  # seconds between sweeps of expired sessions
 
 
-def default_path() -> Path:
+def default_path() -> str:
     """Where the CLI keeps sessions by default: ``sessions.db`` in looptrap's folder of the user's cache
     (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows)."""
+    # os.path, not pathlib: a hook process pays for every import, and pathlib pulls in urllib.
+    home = os.path.expanduser("~")
     if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
     elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
+        base = os.path.join(home, "Library", "Caches")
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "looptrap" / "sessions.db"
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "looptrap", "sessions.db")
 
 
 class SQLiteStore(Store):
@@ -63,7 +64,7 @@ class SQLiteStore(Store):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, ttl: float | None = DEFAULT_TTL, timeout: float = 5.0) -> None:
-        self.path = Path(path)
+        self.path: str = os.fspath(path)
         self.ttl = ttl
         self.timeout = timeout
         self._lock = threading.Lock()
@@ -76,8 +77,9 @@ class SQLiteStore(Store):
         if self._db is not None and self._pid == os.getpid():
             return self._db
         try:
-            if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+            folder = os.path.dirname(self.path)
+            if self.path != ":memory:" and folder:
+                os.makedirs(folder, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -165,4 +167,4 @@ class SQLiteStore(Store):
                 raise StoreError(f"SQLite store {self.path}: {exc}") from exc
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({str(self.path)!r})"
+        return f"SQLiteStore({self.path!r})"
