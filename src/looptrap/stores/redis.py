@@ -145,9 +145,10 @@ def _client_options(socket_timeout: float) -> dict[str, Any]:
     return {"socket_timeout": socket_timeout, "socket_connect_timeout": socket_timeout}
 
 
-class RedisStore(Store):
-    """Sessions in Redis at ``url`` (``redis://[:password@]host:port/db``, ``rediss://`` for TLS, or a
-    ``client`` you built). ``ttl``: seconds a session lives after its last write (``None``: forever)."""
+class _Connected:
+    """The connection, keys and script both stores set up alike (``_asyncio``: which redis client)."""
+
+    _asyncio = False
 
     def __init__(
         self,
@@ -159,12 +160,24 @@ class RedisStore(Store):
         socket_timeout: float = 2.0,
     ) -> None:
         redis = _import_redis()
+        if client is None:
+            if self._asyncio:
+                import redis.asyncio as redis_asyncio
+
+                client = redis_asyncio.Redis.from_url(url, **_client_options(socket_timeout))
+            else:
+                client = redis.Redis.from_url(url, **_client_options(socket_timeout))
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
-        self._redis = client if client is not None else redis.Redis.from_url(url, **_client_options(socket_timeout))
+        self._redis = client
         self._keys = _Keys(prefix, ttl)
-        self._cas = self._redis.register_script(_CAS)
+        self._cas = client.register_script(_CAS)
         self.ttl = ttl
         self.url = redact(url)  # for messages: never the password
+
+
+class RedisStore(_Connected, Store):
+    """Sessions in Redis at ``url`` (``redis://[:password@]host:port/db``, ``rediss://`` for TLS, or a
+    ``client`` you built). ``ttl``: seconds a session lives after its last write (``None``: forever)."""
 
     def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         cas = _Cas(self._keys, session, change, cached)
@@ -199,27 +212,10 @@ class RedisStore(Store):
         return f"RedisStore({self.url!r})"
 
 
-class AsyncRedisStore(AsyncStore):
+class AsyncRedisStore(_Connected, AsyncStore):
     """:class:`RedisStore` for asyncio code (``redis.asyncio``); the same keys and script."""
 
-    def __init__(
-        self,
-        url: str = "redis://localhost:6379/0",
-        *,
-        client: Any = None,
-        prefix: str = "looptrap",
-        ttl: float | None = DEFAULT_TTL,
-        socket_timeout: float = 2.0,
-    ) -> None:
-        redis = _import_redis()
-        import redis.asyncio as aioredis
-
-        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
-        self._redis = client if client is not None else aioredis.Redis.from_url(url, **_client_options(socket_timeout))
-        self._keys = _Keys(prefix, ttl)
-        self._cas = self._redis.register_script(_CAS)
-        self.ttl = ttl
-        self.url = redact(url)  # for messages: never the password
+    _asyncio = True
 
     async def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         cas = _Cas(self._keys, session, change, cached)
