@@ -109,9 +109,13 @@ class _GuardBase:
         return self._engine
 
     # -- each operation: prepare (outside any lock), change (the state), finish (bookkeeping, logs) ------
+    # Changes are closures, not functools.partial with keywords: this is the per-call path, and a partial
+    # merges its keywords into a new dict on every call.
     def _check_change(self, tool: str, args: Any) -> Callable[[SessionState], tuple[Call, Verdict]]:
         now = self._now()
-        return partial(self._engine.check, call=self._engine.call(tool, args, at=now), now=now)
+        call = self._engine.call(tool, args, at=now)
+        check = self._engine.check
+        return lambda state: check(state, call, now)
 
     def _checked(self, args: Any, got: tuple[Call, Verdict] | _Failed) -> Verdict:
         if isinstance(got, _Failed):
@@ -132,11 +136,11 @@ class _GuardBase:
         self, tool: str, args: Any, result: Any, is_error: bool, usage: Any
     ) -> Callable[[SessionState], Entry]:
         now = self._now()
-        with self._lock:
-            call = self._take_pending(tool, args)
+        call = self._take_pending(tool, args)
         if call is None:  # an equal copy of the arguments, or another process's check: matched by digest
             call = self._engine.call(tool, args, at=now)
-        return partial(self._engine.record, call=call, result=result, is_error=is_error, usage=usage, now=now)
+        record = self._engine.record
+        return lambda state: record(state, call, result, is_error=is_error, usage=usage, now=now)
 
     def _recorded(self, entry: Entry | _Failed) -> None:
         if isinstance(entry, _Failed):
@@ -209,7 +213,7 @@ class _GuardBase:
         p[(tool, id(args))] = (args, call)
 
     def _take_pending(self, tool: str, args: Any) -> Call | None:
-        hit = self._pending.pop((tool, id(args)), None)
+        hit = self._pending.pop((tool, id(args)), None)  # one atomic dict operation: no lock needed
         if hit is None or hit[0] is not args:
             return None
         return hit[1]
@@ -302,6 +306,12 @@ class Guard(_GuardBase):
         if not self.config.enabled:
             return ALLOW
         try:
+            if self._store is None:  # the common case, on every tool call: no closure, one lock
+                now = self._now()
+                call = self._engine.call(tool, args, at=now)
+                with self._lock:
+                    got = self._engine.check(self._state, call, now)
+                return self._checked(args, got)
             return self._checked(args, self._apply(self._check_change(tool, args)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("check")
