@@ -153,6 +153,7 @@ def test_default_detector_order_is_the_documented_priority() -> None:
         "rate",
         "no_progress",
         "no_action",
+        "repeated_text",
     ]
 
 

@@ -12,10 +12,21 @@ from looptrap.core.errors import LoopHalted, LooptrapError
 from looptrap.core.escalation import Escalation
 from looptrap.core.guard import AsyncGuard, Guard
 from looptrap.core.outcome import Outcome
+from looptrap.core.pool import GuardPool
 from looptrap.core.report import report_blocked_schema, report_blocked_tool
 from looptrap.core.state import SessionState, StateVersionError
 from looptrap.core.types import ACTIONS, Action, Call, Signal, Verdict
-from looptrap.detectors import Cycle, Detector, Drift, ErrorRepeat, NoAction, NoProgress, Rate, Repeat
+from looptrap.detectors import (
+    Cycle,
+    Detector,
+    Drift,
+    ErrorRepeat,
+    NoAction,
+    NoProgress,
+    Rate,
+    Repeat,
+    RepeatedText,
+)
 
 __version__ = "0.1.0"
 
@@ -33,6 +44,7 @@ __all__ = [
     "Escalation",
     "Guard",
     "GuardConfig",
+    "GuardPool",
     "LoopHalted",
     "LooptrapError",
     "NoAction",
@@ -40,6 +52,7 @@ __all__ = [
     "Outcome",
     "Rate",
     "Repeat",
+    "RepeatedText",
     "SessionState",
     "Signal",
     "StateVersionError",

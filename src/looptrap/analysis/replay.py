@@ -129,6 +129,8 @@ class Replayer:
     def _turn_end(self, s: _Session, ev: Event) -> None:
         d = ev.data
         err = d.get("error")
+        if s.text is not None:  # the turn's text is complete: its last sentence counts now
+            self._note(s, ev, self.engine.text(s.state, "", final=True), None)
         verdict = self.engine.end_turn(
             s.state,
             progress=d.get("state"),
@@ -142,7 +144,10 @@ class Replayer:
 
     def _text(self, s: _Session, ev: Event) -> None:
         t = ev.data.get("text")
-        s.text = t if isinstance(t, str) else None
+        if not isinstance(t, str):
+            return
+        s.text = t
+        self._note(s, ev, self.engine.text(s.state, t), None)  # a chunk of the model's words, maybe streamed
 
     def _note(self, s: _Session, ev: Event, verdict: Verdict, tool: str | None) -> None:
         r = s.report

@@ -71,9 +71,9 @@ DEFAULT_POLICY = ToolPolicy()
 
 def default_detectors() -> tuple[Detector, ...]:
     """The default detectors, in priority order (the first signal of a call decides its kind)."""
-    from looptrap.detectors import Cycle, Drift, ErrorRepeat, NoAction, NoProgress, Rate, Repeat
+    from looptrap.detectors import Cycle, Drift, ErrorRepeat, NoAction, NoProgress, Rate, Repeat, RepeatedText
 
-    return (Repeat(), ErrorRepeat(), Cycle(), Drift(), Rate(), NoProgress(), NoAction())
+    return (Repeat(), ErrorRepeat(), Cycle(), Drift(), Rate(), NoProgress(), NoAction(), RepeatedText())
 
 
 @dataclass(frozen=True)

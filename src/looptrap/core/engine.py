@@ -115,6 +115,7 @@ class Engine:
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
+        self._text_detectors = tuple(d for d in ds if type(d).text is not Detector.text)
         self._mutating_cache: dict[int, tuple[int, str, bool]] = {}
         self._polls_cache: dict[tuple[Any, ...], bool] = {}
         self._budgets = self.config.budgets if self.config.budgets.active else None
@@ -394,6 +395,19 @@ class Engine:
         signals = self._budgets.check_turn(state, now, cost_unknown) if self._budgets else []
         for d in self._turn_detectors:
             s = d.end_turn(turn, state)
+            if s is not None:
+                signals.append(s)
+        if not signals:
+            return ALLOW
+        return self.config.escalation.decide(state, signals, state.calls, self.config.report_tool)
+
+    def text(self, state: SessionState, chunk: str, *, final: bool = False) -> Verdict:
+        """More of the model's own words (a streamed chunk, or a whole message with ``final``)."""
+        if state.halted is not None:
+            return self._halted(state, state.calls)
+        signals = []
+        for d in self._text_detectors:
+            s = d.text(chunk, state, state.calls, final=final)
             if s is not None:
                 signals.append(s)
         if not signals:

@@ -20,7 +20,7 @@ from looptrap.core.config import GuardConfig
 from looptrap.core.engine import Engine
 from looptrap.core.report import parse_report
 from looptrap.core.state import Entry, Flag, SessionState
-from looptrap.core.types import ALLOW, Call, Verdict
+from looptrap.core.types import ALLOW, Call, Verdict, more_severe
 
 if TYPE_CHECKING:
     from looptrap.stores.base import AsyncStore, Snapshot, Store
@@ -149,7 +149,27 @@ class _GuardBase:
             self._turn_progress = True
 
     def _turn_change(self, state: Any, usage: Any, text: str | None, error: str | None) -> Callable[..., Verdict]:
-        return partial(self._engine.end_turn, progress=state, usage=usage, text=text, error=error, now=self._now())
+        engine, now = self._engine, self._now()
+
+        def change(session: SessionState) -> Verdict:
+            said = engine.text(session, text, final=True) if text else ALLOW
+            ended = engine.end_turn(session, progress=state, usage=usage, text=text, error=error, now=now)
+            return said if more_severe(said.action, ended.action) else ended
+
+        return change
+
+    def _text_change(self, text: str) -> Callable[[SessionState], Verdict]:
+        text_of = self._engine.text
+        return lambda session: text_of(session, text)
+
+    def _text_read(self, got: Verdict | _Failed) -> Verdict:
+        verdict = self._store_verdict() if isinstance(got, _Failed) else got
+        if verdict.signals:
+            with self._lock:
+                if len(self._turn_signals) < _TURN_MEMORY:
+                    self._turn_signals.append(verdict.reason or verdict.action)
+            self._log_verdict(verdict, None)
+        return verdict
 
     def _turn_ended(self, got: Verdict | _Failed) -> Verdict:
         verdict = self._store_verdict() if isinstance(got, _Failed) else got
@@ -341,6 +361,17 @@ class Guard(_GuardBase):
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("end_turn")
 
+    def feed_text(self, text: str) -> Verdict:
+        """The model's own words as they stream (any chunk size) or a whole message: the ``repeated_text``
+        detector watches them. ``end_turn(text=...)`` feeds a turn's text too; don't pass the same text both
+        ways."""
+        if not self.config.enabled or not text:
+            return ALLOW
+        try:
+            return self._text_read(self._apply(self._text_change(text)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("feed_text")
+
     def new_task(self) -> None:
         """A new user request: repetition memory starts over, budgets do not."""
         self._apply(self._engine.new_task)
@@ -470,6 +501,15 @@ class AsyncGuard(_GuardBase):
             return self._turn_ended(await self._apply(self._turn_change(state, usage, text, error)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("end_turn")
+
+    async def feed_text(self, text: str) -> Verdict:
+        """See :meth:`Guard.feed_text`."""
+        if not self.config.enabled or not text:
+            return ALLOW
+        try:
+            return self._text_read(await self._apply(self._text_change(text)))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("feed_text")
 
     async def new_task(self) -> None:
         """See :meth:`Guard.new_task`."""

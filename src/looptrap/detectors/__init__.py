@@ -7,5 +7,17 @@ from looptrap.detectors.errors import ErrorRepeat
 from looptrap.detectors.progress import NoAction, NoProgress
 from looptrap.detectors.rate import Rate
 from looptrap.detectors.repeat import Repeat
+from looptrap.detectors.text import RepeatedText
 
-__all__ = ["Cycle", "Detector", "Drift", "ErrorRepeat", "NoAction", "NoProgress", "Rate", "Repeat", "TurnEnd"]
+__all__ = [
+    "Cycle",
+    "Detector",
+    "Drift",
+    "ErrorRepeat",
+    "NoAction",
+    "NoProgress",
+    "Rate",
+    "Repeat",
+    "RepeatedText",
+    "TurnEnd",
+]

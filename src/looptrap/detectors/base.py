@@ -31,7 +31,8 @@ class TurnEnd:
 
 
 class Detector:
-    """Base class: override ``check`` (before a call), ``observe`` (after it ran) and/or ``end_turn``.
+    """Base class: override ``check`` (before a call), ``observe`` (after it ran), ``end_turn`` and/or ``text``
+    (the model's words).
 
     ``threshold`` is the detector's main number (documented per detector); a tool's policy may override it
     with ``ToolPolicy(limits={name: n})``. ``warn_only=True`` turns the detector's interventions into warnings.
@@ -57,6 +58,10 @@ class Detector:
 
     def end_turn(self, turn: TurnEnd, state: SessionState) -> Signal | None:
         """At the end of a model turn."""
+        return None
+
+    def text(self, chunk: str, state: SessionState, call_index: int, *, final: bool = False) -> Signal | None:
+        """More of the model's own text (a streamed chunk; ``final``: the turn's text is complete)."""
         return None
 
     def reset(self, state: SessionState) -> None:

@@ -1,0 +1,106 @@
+"""repeated_text: the model's own words repeating themselves ("chanting"), while streaming or across turns."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import xxhash
+
+from looptrap.core.state import SessionState
+from looptrap.core.types import Signal
+from looptrap.detectors.base import Detector
+
+__all__ = ["RepeatedText"]
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# Structure, not prose: table rows and borders, headings, list items, quotes, dividers.
+_STRUCTURE = re.compile(r"^\s*(?:\||\+[-=+]|#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|>|[-=_*]{3,}\s*$)")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+_WINDOW = 256  # prose units remembered
+_CARRY = 4096  # characters of an unfinished line kept between chunks
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class RepeatedText(Detector):
+    """Intervene when one sentence of the model's prose comes back ``threshold`` times, close together
+    (each repeat at most ``max_gap`` sentences after the last) and at a steady rhythm (at most two distinct
+    gaps): the same words over and over instead of acting.
+
+    Text is fed with ``Guard.feed_text`` (streamed chunks) or ``end_turn(text=...)``. Only prose counts:
+    code blocks, tables, lists, headings, quotes and dividers reset the count, so generated code and
+    structured output never trip it. Sentences shorter than ``min_chars`` are ignored ("OK.", "Done.").
+    A state change (a successful write) starts over.
+    """
+
+    name = "repeated_text"
+    reason = "loop_text"
+    threshold: int = 10
+    max_gap: int = 4
+    min_chars: int = 12
+    warn_only: bool = False
+
+    def text(self, chunk: str, state: SessionState, call_index: int, *, final: bool = False) -> Signal | None:
+        """Read more of the model's text (``final``: the turn's text is complete)."""
+        slot: dict[str, Any] = state.slots.setdefault(self.name, {"carry": "", "units": [], "fence": False, "kind": ""})
+        text = slot["carry"] + chunk
+        slot["carry"] = ""
+        fired: Signal | None = None
+        while text:
+            nl = text.find("\n")
+            line = text if nl < 0 else text[:nl]
+            if not slot["kind"]:  # at the start of a line: what kind of line is it?
+                if nl < 0 and not final and len(line.strip()) < 4:
+                    slot["carry"] = line  # too little to tell yet
+                    break
+                slot["kind"] = self._kind(line, slot)
+            rest = ""
+            if slot["kind"] == "prose":
+                pieces = _SENTENCE_END.split(line)
+                if nl < 0 and not final:
+                    rest = pieces.pop()  # the sentence being written
+                for sentence in pieces:
+                    fired = self._unit(sentence, slot["units"], call_index) or fired
+            if nl < 0:
+                slot["carry"] = rest[-_CARRY:]
+                break
+            text = text[nl + 1 :]
+            slot["kind"] = ""
+        if final:
+            slot["carry"], slot["kind"] = "", ""
+        return fired
+
+    @staticmethod
+    def _kind(line: str, slot: dict[str, Any]) -> str:
+        if _FENCE.match(line):
+            slot["fence"] = not slot["fence"]
+            slot["units"] = []
+            return "skip"
+        if slot["fence"] or _STRUCTURE.match(line):
+            slot["units"] = []
+            return "skip"
+        return "prose"
+
+    def _unit(self, sentence: str, units: list[int], call_index: int) -> Signal | None:
+        norm = " ".join(sentence.lower().split()).strip(" .!?…,;:\"'")
+        if len(norm) < self.min_chars:
+            return None
+        h = xxhash.xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"))
+        units.append(h)
+        del units[:-_WINDOW]
+        positions = [i for i, u in enumerate(units) if u == h][-self.threshold :]
+        if len(positions) < self.threshold:
+            return None
+        gaps = [b - a for a, b in pairwise(positions)]
+        if max(gaps) > self.max_gap or len(set(gaps)) > 2:
+            return None
+        quoted = sentence.strip()[:100]
+        return self.signal(
+            f'You have written the same sentence {len(positions)} times: "{quoted}". Repeating it will not move '
+            f"the task on. Stop repeating yourself: make one concrete tool call, or give your final answer.",
+            count=len(positions),
+            evidence=(call_index,),
+            details={"sentence": quoted},
+        )
