@@ -1,0 +1,217 @@
+"""LangChain 1.x agents and LangGraph: ``LooptrapMiddleware``, which checks every tool call before it runs.
+
+    from looptrap.integrations.langchain import LooptrapMiddleware
+
+    agent = create_agent(model, tools, middleware=[LooptrapMiddleware()])
+
+Advice and blocks reach the model as the tool's result, ``ToolMessage(status="error")``, without running the
+tool; a halt raises :class:`looptrap.LoopHalted` out of ``invoke`` / ``ainvoke`` (``on_halt="raise"``) or ends
+the run with a final ``AIMessage`` that gives the reason (``on_halt="end"``). In a hand-built LangGraph graph
+the same middleware wraps a ``ToolNode``:
+``ToolNode(tools, wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from looptrap.core.errors import LoopHalted
+from looptrap.core.guard import Guard
+from looptrap.core.pool import GuardPool
+from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
+from looptrap.core.types import Verdict
+
+__all__ = ["LooptrapMiddleware"]
+
+OnHalt = Literal["raise", "end"]
+ToolResult = ToolMessage | Command[Any]
+
+
+def _thread_id(runtime: Any) -> str | None:
+    """The LangGraph thread id of a node's ``Runtime`` or a tool call's ``ToolRuntime``."""
+    info = getattr(runtime, "execution_info", None)
+    tid = getattr(info, "thread_id", None)
+    if tid is None:
+        config = getattr(runtime, "config", None)
+        if config is None:  # a node's Runtime without execution info (older LangGraph): the run's config
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = None
+        if isinstance(config, Mapping):
+            tid = (config.get("configurable") or {}).get("thread_id")
+    return None if tid is None else str(tid)
+
+
+def _outcome(out: Any, call_id: str | None) -> tuple[Any, bool]:
+    """What the model reads of a tool's output, and whether it is an error."""
+    if isinstance(out, Command) and isinstance(out.update, Mapping):
+        for m in out.update.get("messages") or ():
+            if isinstance(m, ToolMessage) and m.tool_call_id == call_id:
+                out = m
+                break
+        else:
+            return out.update, False
+    if isinstance(out, ToolMessage):
+        return out.content, out.status == "error"
+    return out, False
+
+
+def _report_blocked(tried: list[str], needed: str) -> str:
+    return "Reported."  # never runs: the middleware answers this tool itself
+
+
+class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
+    """Guards an agent's tool calls: ``create_agent(model, tools, middleware=[LooptrapMiddleware()])``.
+
+    ``guard``: a :class:`~looptrap.Guard` (one session for everything) or a :class:`~looptrap.GuardPool`
+    (one session per LangGraph thread, ``config["configurable"]["thread_id"]``; runs without one share the
+    session ``"default"``); by default a new ``GuardPool()``. ``on_halt="raise"`` raises
+    :class:`~looptrap.LoopHalted` out of the run; ``"end"`` ends it with a final ``AIMessage`` whose
+    ``response_metadata["looptrap"]`` holds the halting verdict. Each run started with new input is a new
+    task for its session (repetition memory starts over, budgets do not). After each model call the turn is
+    counted with the model's token usage, so turn, token and cost budgets apply. When the guard's
+    ``report_tool`` is set (by default ``report_blocked``), the agent gets that tool: calling it halts with
+    reason ``reported_blocked``.
+    """
+
+    def __init__(self, guard: Guard | GuardPool | None = None, *, on_halt: OnHalt = "raise") -> None:
+        if on_halt not in ("raise", "end"):
+            raise ValueError(f"on_halt must be 'raise' or 'end', got {on_halt!r}")
+        self.guard: Guard | GuardPool = GuardPool() if guard is None else guard
+        self.on_halt: OnHalt = on_halt
+        config = self.guard.engine.config if isinstance(self.guard, GuardPool) else self.guard.config
+        self.report_tool: str | None = config.report_tool
+        self.tools: list[BaseTool] = []
+        if self.report_tool:
+            self.tools.append(
+                StructuredTool.from_function(
+                    _report_blocked,
+                    name=self.report_tool,
+                    description=REPORT_BLOCKED_DESCRIPTION,
+                    args_schema=report_blocked_schema(),
+                )
+            )
+
+    def guard_for(self, thread_id: str | None) -> Guard:
+        """The guard of a thread (its halting verdict: ``guard_for(thread_id).halted``)."""
+        if isinstance(self.guard, Guard):
+            return self.guard
+        return self.guard.get("default" if thread_id is None else thread_id)
+
+    # -- tool calls ---------------------------------------------------------------------------------
+    def _check(self, request: ToolCallRequest) -> tuple[Guard, ToolMessage | None]:
+        """The call's guard and, when the call must not run, the tool message that answers it."""
+        call = request.tool_call
+        guard = self.guard_for(_thread_id(request.runtime))
+        if call["name"] == self.report_tool:
+            verdict = guard.handle_report_blocked(call["args"])
+        else:
+            verdict = guard.check(call["name"], call["args"])
+            if verdict.allowed:
+                return guard, None
+        if verdict.action == "halt" and self.on_halt == "raise":
+            raise LoopHalted(verdict)
+        return guard, ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error")
+
+    def _record(self, guard: Guard, request: ToolCallRequest, out: ToolResult) -> ToolResult:
+        call = request.tool_call
+        result, is_error = _outcome(out, call["id"])
+        guard.record(call["name"], call["args"], result, is_error=is_error)
+        return out
+
+    def _failed(self, guard: Guard, request: ToolCallRequest, exc: Exception) -> None:
+        if not isinstance(exc, GraphBubbleUp):  # an interrupt is not a result: the call runs again on resume
+            call = request.tool_call
+            guard.record(call["name"], call["args"], f"{type(exc).__name__}: {exc}", is_error=True)
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
+        """Check the call, run it if allowed, record its result."""
+        guard, refused = self._check(request)
+        if refused is not None:
+            return refused
+        try:
+            out = handler(request)
+        except Exception as exc:
+            self._failed(guard, request, exc)
+            raise
+        return self._record(guard, request, out)
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        """:meth:`wrap_tool_call` for ``ainvoke`` / ``astream``."""
+        guard, refused = self._check(request)
+        if refused is not None:
+            return refused
+        try:
+            out = await handler(request)
+        except Exception as exc:
+            self._failed(guard, request, exc)
+            raise
+        return self._record(guard, request, out)
+
+    # -- the agent loop -----------------------------------------------------------------------------
+    def _stop(self, verdict: Verdict, messages: list[AnyMessage]) -> dict[str, Any]:
+        """Raise, or end the run: answer the tool calls still open, then a final message with the reason."""
+        if self.on_halt == "raise":
+            raise LoopHalted(verdict)
+        out: list[AnyMessage] = []
+        last = messages[-1] if messages else None
+        if isinstance(last, AIMessage):
+            for call in last.tool_calls:
+                out.append(ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error"))
+        reason = verdict.reason or "halt"
+        text = f"Run halted by looptrap ({reason})." + (f" {verdict.summary}" if verdict.summary else "")
+        meta = {"reason": reason, "kind": verdict.kind, "message": verdict.message, "summary": verdict.summary}
+        out.append(AIMessage(text, response_metadata={"looptrap": meta}))
+        return {"messages": out, "jump_to": "end"}
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """A run with new input is a new task."""
+        self.guard_for(_thread_id(runtime)).new_task()
+        return None
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Stop before calling the model again once the session is halted."""
+        verdict = self.guard_for(_thread_id(runtime)).halted
+        return None if verdict is None else self._stop(verdict, state["messages"])
+
+    @hook_config(can_jump_to=["end"])
+    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """End the model's turn (its words and token usage); stop if that halts the session."""
+        messages = state["messages"]
+        last = messages[-1] if messages else None
+        if not isinstance(last, AIMessage):
+            return None
+        verdict = self.guard_for(_thread_id(runtime)).end_turn(
+            usage=last.usage_metadata,
+            text=last.text or None,
+            error="invalid tool call" if last.invalid_tool_calls else None,
+        )
+        return self._stop(verdict, messages) if verdict.action == "halt" else None
+
+    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """See :meth:`before_agent`."""
+        return self.before_agent(state, runtime)
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """See :meth:`before_model`."""
+        return self.before_model(state, runtime)
+
+    @hook_config(can_jump_to=["end"])
+    async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """See :meth:`after_model`."""
+        return self.after_model(state, runtime)

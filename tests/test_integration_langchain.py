@@ -1,0 +1,405 @@
+"""LangChain 1.x and LangGraph: the real ``create_agent`` loop and a hand-built ``StateGraph`` with a ``ToolNode``,
+driven by LangChain's own fake chat model (scripted AIMessages), guarded by ``LooptrapMiddleware``."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from conftest import need
+
+need("langchain (pip install 'looptrap[langchain]')", importlib.util.find_spec("langchain") is not None)
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.prebuilt import ToolNode  # noqa: E402
+from pydantic import Field  # noqa: E402
+
+from looptrap import Budgets, Guard, GuardPool, LoopHalted  # noqa: E402
+from looptrap.core.state import Flag  # noqa: E402
+from looptrap.integrations.langchain import LooptrapMiddleware  # noqa: E402
+
+ADVICE = "You have called search_docs with these exact arguments 3 times"
+BLOCKED = "Blocked: this call was not run."
+REFUND = {"query": "refund policy"}
+
+ran: Counter[str] = Counter()
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """LangChain's fake chat model, scripted with AIMessages; it accepts tools and keeps every input it got."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[str] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
+        self.bound[:] = [t.name if hasattr(t, "name") else t["name"] for t in tools]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def model(*replies: AIMessage) -> ScriptedModel:
+    return ScriptedModel(messages=iter(replies))
+
+
+def calls(*calls: tuple[str, dict[str, Any]], text: str = "", **kwargs: Any) -> AIMessage:
+    """One model message asking for these tool calls (ids are unique per test run)."""
+    tcs = [{"name": n, "args": a, "id": f"call_{n}_{i}_{id(a)}", "type": "tool_call"} for i, (n, a) in enumerate(calls)]
+    return AIMessage(text, tool_calls=tcs, **kwargs)
+
+
+def search(args: dict[str, Any] = REFUND) -> AIMessage:
+    return calls(("search_docs", dict(args)))
+
+
+@tool
+def search_docs(query: str) -> str:
+    """Search the documentation."""
+    ran["search_docs"] += 1
+    return "3 results: returns within 30 days" if "return" in query else "0 results"
+
+
+@tool
+def edit_file(path: str, text: str) -> str:
+    """Write a file."""
+    ran["edit_file"] += 1
+    return f"wrote {len(text)} bytes to {path}"
+
+
+_test_runs: list[str] = []
+
+
+@tool
+def run_tests() -> str:
+    """Run the test suite."""
+    ran["run_tests"] += 1
+    _test_runs.append("x")
+    return "3 passed" if len(_test_runs) % 3 == 0 else "1 failed: test_refund"
+
+
+TOOLS = [search_docs, edit_file, run_tests]
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    ran.clear()
+    _test_runs.clear()
+
+
+def pool() -> GuardPool:
+    return GuardPool(guard_options={"clock": None})
+
+
+def agent(m: ScriptedModel, mw: LooptrapMiddleware | None) -> Any:
+    return create_agent(m, TOOLS, middleware=[mw] if mw else [])
+
+
+def run(graph: Any, mode: str, thread: str = "t1") -> dict[str, Any]:
+    inp = {"messages": [("user", "What is the refund policy?")]}
+    config = {"configurable": {"thread_id": thread}}
+    if mode == "async":
+        return asyncio.run(graph.ainvoke(inp, config))
+    return graph.invoke(inp, config)  # type: ignore[no-any-return]
+
+
+def tool_results(messages: Sequence[AnyMessage]) -> list[tuple[str, str]]:
+    return [(m.status, str(m.content)) for m in messages if isinstance(m, ToolMessage)]
+
+
+MODES = ["sync", "async"]
+
+
+# -- the loop: advice, block, halt -------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+def test_advice_reaches_the_model_then_block_then_halt_raises(mode: str) -> None:
+    m = model(*(search() for _ in range(8)), AIMessage("never reached"))
+    with pytest.raises(LoopHalted) as exc:
+        run(agent(m, LooptrapMiddleware(pool())), mode)
+    assert exc.value.reason == "loop_repeat"
+    assert "search_docs" in exc.value.summary
+    assert ran["search_docs"] == 2  # the advised, blocked and halted calls never ran
+    assert len(m.seen) == 5
+    advised, blocked = m.seen[3][-1], m.seen[4][-1]  # what the model read as its 3rd and 4th call's results
+    assert isinstance(advised, ToolMessage)
+    assert advised.status == "error"
+    assert str(advised.content).startswith(ADVICE)
+    assert advised.tool_call_id == m.seen[3][-2].tool_calls[0]["id"]  # type: ignore[attr-defined]
+    assert isinstance(blocked, ToolMessage)
+    assert blocked.status == "error"
+    assert str(blocked.content).startswith(BLOCKED)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_halt_can_end_the_run_with_a_final_message(mode: str) -> None:
+    m = model(*(search() for _ in range(8)), AIMessage("never reached"))
+    mw = LooptrapMiddleware(pool(), on_halt="end")
+    out = run(agent(m, mw), mode)
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage)
+    assert not final.tool_calls
+    assert str(final.content).startswith("Run halted by looptrap (loop_repeat).")
+    assert final.response_metadata["looptrap"]["reason"] == "loop_repeat"
+    assert ran["search_docs"] == 2
+    assert len(m.seen) == 5  # the model is not called again after the halt
+    results = tool_results(out["messages"])
+    assert [s for s, _ in results] == ["success", "success", "error", "error", "error"]
+    assert results[4][1].startswith("Halted (loop_repeat)")
+    assert mw.guard_for("t1").halted is not None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_model_that_changes_course_finishes_normally(mode: str) -> None:
+    m = model(search(), search(), search(), search({"query": "returns"}), AIMessage("Returns within 30 days."))
+    out = run(agent(m, LooptrapMiddleware(pool())), mode)
+    assert out["messages"][-1].content == "Returns within 30 days."
+    assert str(m.seen[3][-1].content).startswith(ADVICE)
+    assert [s for s, _ in tool_results(out["messages"])] == ["success", "success", "error", "success"]
+    assert ran["search_docs"] == 3
+
+
+# -- a healthy run is untouched --------------------------------------------------------------------
+def healthy_script() -> list[AIMessage]:
+    out: list[AIMessage] = [search({"query": "refund"})]
+    for i in range(3):
+        out.append(calls(("edit_file", {"path": "refund.py", "text": f"days = {30 + i}"})))
+        out.append(calls(("run_tests", {})))
+    return [*out, AIMessage("Fixed: the tests pass.")]
+
+
+def transcript(messages: Sequence[AnyMessage]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            type(msg).__name__,
+            msg.content,
+            getattr(msg, "status", None),
+            [(c["name"], c["args"]) for c in getattr(msg, "tool_calls", [])],
+        )
+        for msg in messages
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_healthy_run_is_identical_with_and_without_the_guard(mode: str) -> None:
+    bare = run(agent(model(*healthy_script()), None), mode)
+    bare_ran = Counter(ran)
+    ran.clear()
+    _test_runs.clear()
+    m = model(*healthy_script())
+    guarded = run(agent(m, LooptrapMiddleware(pool())), mode)
+    assert transcript(guarded["messages"]) == transcript(bare["messages"])
+    assert ran == bare_ran == Counter(search_docs=1, edit_file=3, run_tests=3)
+    assert guarded["messages"][-1].content == "Fixed: the tests pass."
+    assert "report_blocked" in m.bound  # the honest way out is offered to the model
+
+
+# -- sessions and concurrency ----------------------------------------------------------------------
+def test_two_threads_through_one_middleware_do_not_mix() -> None:
+    mw = LooptrapMiddleware(pool(), on_halt="end")
+
+    @tool
+    async def lookup(query: str) -> str:
+        """Look something up."""
+        await asyncio.sleep(0.001)  # let the two runs interleave
+        return "0 results"
+
+    def looping() -> Any:
+        script = [calls(("lookup", {"query": "refund policy"})) for _ in range(8)]
+        return create_agent(model(*script, AIMessage("never reached")), [lookup], middleware=[mw])
+
+    async def both() -> list[dict[str, Any]]:
+        return list(await asyncio.gather(run_async(looping(), "a"), run_async(looping(), "b")))
+
+    async def run_async(graph: Any, thread: str) -> dict[str, Any]:
+        return await graph.ainvoke({"messages": [("user", "refund?")]}, {"configurable": {"thread_id": thread}})  # type: ignore[no-any-return]
+
+    for out in asyncio.run(both()):  # each thread on its own: advice at its own 3rd call, not at the 2nd overall
+        assert [s for s, _ in tool_results(out["messages"])] == ["success", "success", "error", "error", "error"]
+        assert out["messages"][-1].response_metadata["looptrap"]["reason"] == "loop_repeat"
+    assert mw.guard_for("a") is not mw.guard_for("b")
+    assert mw.guard_for("a").state.calls == mw.guard_for("b").state.calls == 5
+
+    m = model(search({"query": "returns"}), AIMessage("Returns within 30 days."))  # a halted thread stops no other
+    out = run(agent(m, mw), "sync", thread="c")
+    assert out["messages"][-1].content == "Returns within 30 days."
+
+
+def test_parallel_tool_calls_in_one_message_run_concurrently_and_are_each_guarded() -> None:
+    barrier = threading.Barrier(3, timeout=10)
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        barrier.wait()  # all three calls of the message are in flight at once
+        return f"page {url}"
+
+    urls = [{"url": u} for u in ("a", "b", "c")]
+    mw = LooptrapMiddleware(pool())
+    m = model(calls(*(("fetch", u) for u in urls)), AIMessage("done"))
+    out = create_agent(m, [fetch], middleware=[mw]).invoke(
+        {"messages": [("user", "fetch")]}, {"configurable": {"thread_id": "p"}}
+    )
+    asked = out["messages"][1].tool_calls
+    answers = {t.tool_call_id: t.content for t in out["messages"] if isinstance(t, ToolMessage)}
+    assert answers == {c["id"]: f"page {c['args']['url']}" for c in asked}
+    state = mw.guard_for("p").state
+    assert state.calls == 3
+    assert len(state.history) == 3  # each call recorded against its own check
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_identical_parallel_calls_in_one_message(mode: str) -> None:
+    def same() -> AIMessage:
+        return calls(*(("search_docs", dict(REFUND)) for _ in range(4)))
+
+    m = model(same(), same(), AIMessage("gave up"))
+    mw = LooptrapMiddleware(pool(), on_halt="end")
+    out = run(agent(m, mw), mode)
+    results = tool_results(out["messages"])
+    assert len(results) == 8  # every call of both messages is answered, run or not
+    assert sum(s == "success" for s, _ in results) == ran["search_docs"]
+    assert any(s == "error" for s, _ in results)  # four more identical empty searches are a loop
+    assert mw.guard_for("t1").state.calls == 8
+
+
+# -- the honest way out and budgets ----------------------------------------------------------------
+@pytest.mark.parametrize("on_halt", ["raise", "end"])
+def test_report_blocked_halts_with_its_reason(on_halt: str) -> None:
+    report = calls(("report_blocked", {"tried": ["search_docs refund policy"], "needed": "the policy document"}))
+    m = model(search(), report, AIMessage("never reached"))
+    mw = LooptrapMiddleware(pool(), on_halt=on_halt)  # type: ignore[arg-type]
+    if on_halt == "raise":
+        with pytest.raises(LoopHalted) as exc:
+            run(agent(m, mw), "sync")
+        assert exc.value.reason == "reported_blocked"
+    else:
+        out = run(agent(m, mw), "sync")
+        assert out["messages"][-1].response_metadata["looptrap"]["reason"] == "reported_blocked"
+    assert mw.guard_for("t1").needed == ["the policy document"]
+
+
+def test_a_malformed_report_is_answered_with_what_to_fix() -> None:
+    m = model(calls(("report_blocked", {"tried": []})), AIMessage("ok"))
+    out = run(agent(m, LooptrapMiddleware(pool())), "sync")
+    status, text = tool_results(out["messages"])[0]
+    assert status == "error"
+    assert "'tried' must be a non-empty list" in text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_token_budget_from_the_models_usage_ends_the_run_before_its_tools_run(mode: str) -> None:
+    usage = {"input_tokens": 40, "output_tokens": 20, "total_tokens": 60}
+    replies = [calls(("search_docs", {"query": f"q{i}"}), usage_metadata=usage) for i in range(5)]
+    mw = LooptrapMiddleware(GuardPool(budgets=Budgets(max_tokens=150), guard_options={"clock": None}), on_halt="end")
+    out = run(agent(model(*replies), mw), mode)
+    assert out["messages"][-1].response_metadata["looptrap"]["reason"] == "budget_tokens"
+    assert ran["search_docs"] == 2  # the third reply crossed the budget: its call is answered, not run
+    assert tool_results(out["messages"])[-1][0] == "error"
+    m = model(AIMessage("never reached"))
+    again = run(agent(m, mw), mode)  # a budget outlives the run: the next one stops before the model
+    assert again["messages"][-1].response_metadata["looptrap"]["reason"] == "budget_tokens"
+    assert m.seen == []
+
+
+def test_a_new_run_on_the_thread_is_a_new_task() -> None:
+    mw = LooptrapMiddleware(pool(), on_halt="end")
+    first = run(agent(model(*(search() for _ in range(5))), mw), "sync")
+    assert first["messages"][-1].response_metadata["looptrap"]["reason"] == "loop_repeat"
+    second = run(agent(model(search(), AIMessage("Nothing found.")), mw), "sync")
+    assert second["messages"][-1].content == "Nothing found."
+
+
+def test_a_single_guard_serves_every_thread() -> None:
+    guard = Guard(clock=None)
+    mw = LooptrapMiddleware(guard)
+    run(agent(model(search(), AIMessage("ok")), mw), "sync", thread="x")
+    assert mw.guard_for("y") is guard
+    assert guard.state.calls == 1
+
+
+def test_a_failing_tool_is_recorded_as_an_error_and_its_exception_propagates() -> None:
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy."""
+        raise RuntimeError("permission denied")
+
+    mw = LooptrapMiddleware(pool())
+    graph = create_agent(model(calls(("deploy", {"target": "prod"})), AIMessage("ok")), [deploy], middleware=[mw])
+    with pytest.raises(RuntimeError, match="permission denied"):
+        graph.invoke({"messages": [("user", "deploy")]}, {"configurable": {"thread_id": "d"}})
+    assert mw.guard_for("d").state.history[-1].flags & Flag.ERROR
+
+
+def test_no_report_tool_when_the_guard_has_none() -> None:
+    assert LooptrapMiddleware(GuardPool(report_tool=None)).tools == []
+
+
+def test_on_halt_is_validated() -> None:
+    with pytest.raises(ValueError, match="on_halt"):
+        LooptrapMiddleware(on_halt="stop")  # type: ignore[arg-type]
+
+
+# -- LangGraph: a hand-built graph with a ToolNode -------------------------------------------------
+def hand_built(m: ScriptedModel, mw: LooptrapMiddleware | None) -> Any:
+    def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [m.invoke(state["messages"])]}
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    tools = (
+        ToolNode(TOOLS, wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call) if mw else ToolNode(TOOLS)
+    )
+    graph.add_node("tools", tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph.compile()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_node_in_a_hand_built_graph(mode: str) -> None:
+    m = model(*(search() for _ in range(8)), AIMessage("never reached"))
+    mw = LooptrapMiddleware(pool())
+    with pytest.raises(LoopHalted) as exc:
+        run(hand_built(m, mw), mode)
+    assert exc.value.reason == "loop_repeat"
+    assert ran["search_docs"] == 2
+    assert str(m.seen[3][-1].content).startswith(ADVICE)
+    assert str(m.seen[4][-1].content).startswith(BLOCKED)
+    assert mw.guard_for("t1").halted is not None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_node_healthy_run_is_untouched(mode: str) -> None:
+    def ask(graph_of: Callable[[ScriptedModel], Any]) -> list[tuple[Any, ...]]:
+        _test_runs.clear()
+        return transcript(run(graph_of(model(*healthy_script())), mode)["messages"])
+
+    bare = ask(lambda m: hand_built(m, None))
+    guarded = ask(lambda m: hand_built(m, LooptrapMiddleware(pool())))
+    assert guarded == bare
+    assert bare[-1][1] == "Fixed: the tests pass."
+
+
+def test_tool_node_answers_report_blocked_without_registering_it() -> None:
+    report = calls(("report_blocked", {"tried": ["search_docs refund policy"], "needed": "the policy document"}))
+    mw = LooptrapMiddleware(pool())
+    with pytest.raises(LoopHalted) as exc:
+        run(hand_built(model(report, AIMessage("never reached")), mw), "sync")
+    assert exc.value.reason == "reported_blocked"
+    assert [t.name for t in mw.tools] == ["report_blocked"]  # to bind to the model alongside the graph's tools
