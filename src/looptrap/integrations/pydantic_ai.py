@@ -1,0 +1,117 @@
+"""Pydantic AI: ``LoopGuard``, a capability that checks every tool call before it runs.
+
+    from looptrap.integrations.pydantic_ai import LoopGuard
+
+    agent = Agent(model, tools=[...], capabilities=[LoopGuard()])
+
+Advice and blocks reach the model as a failed tool result (``ToolFailed``), which does not count against the
+tool's ``retries``; a halt raises :class:`looptrap.LoopHalted` out of ``agent.run`` / ``agent.run_sync``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
+
+from pydantic_ai import Agent, RunContext, Tool
+from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult, WrapToolExecuteHandler
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
+from pydantic_ai.messages import ToolCallPart, ToolReturn
+from pydantic_ai.tools import AgentDepsT, ToolDefinition
+from pydantic_ai.toolsets import AgentToolset, FunctionToolset
+
+from looptrap.core.errors import LoopHalted
+from looptrap.core.guard import Guard
+from looptrap.core.pool import GuardPool
+from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
+from looptrap.core.types import Verdict
+
+__all__ = ["LoopGuard"]
+
+_CONTROL_FLOW = (SkipToolExecution, CallDeferred, ApprovalRequired)  # not a result: nothing to record
+
+
+def _refuse(verdict: Verdict) -> Exception:
+    """What a refused call raises: a halt ends the run, advice and blocks become the tool's failed result."""
+    return LoopHalted(verdict) if verdict.action == "halt" else ToolFailed(verdict.message)
+
+
+@dataclass
+class LoopGuard(AbstractCapability[AgentDepsT]):
+    """Guards an agent's tool calls: ``Agent(model, capabilities=[LoopGuard()])`` (or per run:
+    ``agent.run(prompt, capabilities=[LoopGuard(guard)])``).
+
+    ``guard``: a :class:`~looptrap.Guard` (one session for every run of the agent) or a
+    :class:`~looptrap.GuardPool` (one session per Pydantic AI conversation, ``conversation_id``); by default a
+    new ``GuardPool()``. Every run that starts with a user prompt is a new task for its session (repetition
+    memory starts over, budgets do not). When the guard's ``report_tool`` is set (by default
+    ``report_blocked``), the agent gets that tool: calling it halts with reason ``reported_blocked``.
+    """
+
+    guard: Guard | GuardPool = field(default_factory=GuardPool)
+    _: KW_ONLY
+    id: str | None = "looptrap"  # one per agent: a LoopGuard given to a run replaces the agent's own
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live guard: not spec-serializable
+
+    def guard_for(self, ctx: RunContext[Any]) -> Guard:
+        """The guard of the run's session."""
+        if isinstance(self.guard, GuardPool):
+            return self.guard.get(ctx.conversation_id or ctx.run_id or "default")
+        return self.guard
+
+    def get_toolset(self) -> AgentToolset[AgentDepsT] | None:
+        name = self.guard.engine.config.report_tool
+        if name is None:
+            return None
+        report = Tool[AgentDepsT].from_schema(
+            self._report, name, REPORT_BLOCKED_DESCRIPTION, report_blocked_schema(), takes_ctx=True
+        )
+        return FunctionToolset([report])
+
+    async def before_run(self, ctx: RunContext[AgentDepsT]) -> None:
+        if ctx.prompt is not None:  # no prompt: a run resuming deferred tool calls continues the task
+            self.guard_for(ctx).new_task()
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        name = call.tool_name
+        if name == self.guard.engine.config.report_tool:
+            return await handler(args)
+        guard = self.guard_for(ctx)
+        verdict = guard.check(name, args)
+        if not verdict.allowed:
+            raise _refuse(verdict)
+        try:
+            result = await handler(args)
+        except _CONTROL_FLOW:
+            raise
+        except Exception as exc:  # an error, a ModelRetry or a ToolFailed from the tool: a failed call
+            guard.record(name, args, f"{type(exc).__name__}: {exc}", is_error=True)
+            raise
+        guard.record(name, args, result.return_value if isinstance(result, ToolReturn) else result)
+        return result
+
+    async def after_node_run(
+        self, ctx: RunContext[AgentDepsT], *, node: AgentNode[AgentDepsT], result: NodeResult[AgentDepsT]
+    ) -> NodeResult[AgentDepsT]:
+        if Agent.is_call_tools_node(node):  # a model turn is over once its tool calls have run
+            response = node.model_response
+            verdict = self.guard_for(ctx).end_turn(usage=response.usage, text=response.text)
+            if verdict.action == "halt":
+                raise LoopHalted(verdict)
+            if not verdict.allowed and not Agent.is_end_node(result):
+                ctx.enqueue(verdict.message)
+        return result
+
+    async def _report(self, ctx: RunContext[Any], **arguments: Any) -> str:
+        raise _refuse(self.guard_for(ctx).handle_report_blocked(arguments))
