@@ -1,0 +1,179 @@
+"""OpenAI Agents SDK: looptrap as a tool input guardrail (check) and a tool output guardrail (record).
+
+``agent = guard_agent(agent)`` returns a copy of the agent whose function tools carry both guardrails. Advice
+and blocks reject the call (``reject_content``): the tool does not run, the model gets the advice as the tool's
+result and the run goes on. A halt trips the guardrail's tripwire: ``Runner.run`` raises the SDK's
+``ToolInputGuardrailTripwireTriggered``, whose ``output.output_info`` is looptrap's halting :class:`Verdict`.
+
+Needs ``pip install "looptrap[openai-agents]"``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from agents import (
+    Agent,
+    FunctionTool,
+    RunContextWrapper,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
+    default_tool_error_function,
+)
+from agents.tool import Tool
+from agents.tool_context import ToolContext
+
+from looptrap.core.guard import Guard
+from looptrap.core.pool import GuardPool
+from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
+
+__all__ = ["LoopGuardrails", "guard_agent", "run_session"]
+
+TContext = TypeVar("TContext")
+SessionKey = Callable[[RunContextWrapper[Any]], str]
+
+_RUNS: dict[int, str] = {}  # id of a run's Usage object -> that run's session id, dropped when the run is gone
+_SDK_ERROR = default_tool_error_function(RunContextWrapper(context=None), RuntimeError())
+
+
+def run_session(ctx: RunContextWrapper[Any]) -> str:
+    """The default session id: one per run. Every tool call of a ``Runner.run`` (handoffs and agents used as
+    tools included) shares the run's context wrapper and its ``usage`` object, which identifies the run."""
+    usage = ctx.usage
+    key = _RUNS.get(id(usage))
+    if key is None:
+        key = _RUNS[id(usage)] = "run-" + os.urandom(8).hex()
+        weakref.finalize(usage, _RUNS.pop, id(usage), None)
+    return key
+
+
+class LoopGuardrails:
+    """looptrap's two tool guardrails, sharing one guard or pool: ``input`` checks each call before it runs,
+    ``output`` records its result. Attach them to an agent with :meth:`apply` (or :func:`guard_agent`), or
+    pass them to any function tool or MCP server (``tool_input_guardrails=[rails.input]``,
+    ``tool_output_guardrails=[rails.output]``).
+
+    ``guard``: a :class:`Guard` (one session for every run it guards), a :class:`GuardPool` or ``None`` (a new
+    pool): with a pool, each run gets its own guard, or the one ``session(ctx)`` names (a conversation id from
+    your context, say). A session that outlives a run starts a new task with each run (repetition memory
+    starts over, budgets do not). Without a store, the guards of runs that are gone are dropped from the pool.
+    """
+
+    def __init__(self, guard: Guard | GuardPool | None = None, *, session: SessionKey | None = None) -> None:
+        self.guard: Guard | GuardPool = GuardPool() if guard is None else guard
+        self.session: SessionKey = session or run_session
+        self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._check, name="looptrap")
+        self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._record, name="looptrap")
+        self._report_name = self.guard.engine.config.report_tool
+        self._runs: weakref.WeakKeyDictionary[Guard, str] = weakref.WeakKeyDictionary()  # each guard's last run
+
+    def guard_for(self, ctx: RunContextWrapper[Any]) -> Guard:
+        """The guard of the run (or session) that ``ctx`` belongs to."""
+        pool, run = self.guard, run_session(ctx)
+        if isinstance(pool, GuardPool) and self.session is run_session:
+            if pool.store is None and run not in pool:
+                weakref.finalize(ctx.usage, pool.forget, run)  # no store: nothing but memory to free
+            return pool.get(run)
+        guard = pool if isinstance(pool, Guard) else pool.get(self.session(ctx))
+        if self._runs.get(guard) != run:  # the first call of a new run in a longer session
+            self._runs[guard] = run
+            guard.new_task()
+        return guard
+
+    def apply(self, agent: Agent[TContext]) -> Agent[TContext]:
+        """A copy of ``agent``, and of the agents it hands off to, whose function tools carry both guardrails
+        ahead of their own (so the guard sees every call), with the :meth:`report_tool` added. Other tools
+        (hosted, computer, shell) have no tool guardrails in the SDK and stay as they are, as do ``Handoff``
+        objects (guard their agents yourself)."""
+        return self._apply(agent, {})
+
+    def report_tool(self) -> FunctionTool | None:
+        """The honest way out that looptrap's advice points to (``report_blocked``, or the guard's
+        ``report_tool``; ``None`` when that is unset): calling it halts the run with reason
+        ``reported_blocked``, like any halt (malformed arguments get advice instead)."""
+        if self._report_name is None:
+            return None
+        return FunctionTool(
+            name=self._report_name,
+            description=REPORT_BLOCKED_DESCRIPTION,
+            params_json_schema=report_blocked_schema(),
+            on_invoke_tool=_never_runs,
+            strict_json_schema=False,  # the schema's minItems/minLength are not in strict mode's subset
+            tool_input_guardrails=[self.input],
+        )
+
+    def _apply(self, agent: Agent[TContext], done: dict[int, Agent[Any]]) -> Agent[TContext]:
+        if id(agent) in done:  # agents that hand off to each other
+            return done[id(agent)]
+        tools = [self._attach(t) for t in agent.tools]
+        report = self.report_tool()
+        if report is not None and all(getattr(t, "name", None) != report.name for t in tools):
+            tools.append(report)
+        copied = done[id(agent)] = agent.clone(tools=tools)
+        copied.handoffs = [self._apply(h, done) if isinstance(h, Agent) else h for h in agent.handoffs]
+        return copied
+
+    def _attach(self, tool: Tool) -> Tool:
+        if not isinstance(tool, FunctionTool):
+            return tool
+        guarded = copy.copy(tool)  # FunctionTool.__copy__ rebinds the tool's invoker to the copy
+        guarded.tool_input_guardrails = [self.input, *_others(tool.tool_input_guardrails)]
+        guarded.tool_output_guardrails = [self.output, *_others(tool.tool_output_guardrails)]
+        return guarded
+
+    def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        name, guard = ctx.qualified_tool_name, self.guard_for(ctx)
+        if name == self._report_name:
+            verdict = guard.handle_report_blocked(_arguments(ctx))
+        else:
+            verdict = guard.check(name, _arguments(ctx))
+        if verdict.allowed:
+            return ToolGuardrailFunctionOutput.allow(verdict if verdict.signals else None)
+        if verdict.action == "halt":
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=verdict)
+        return ToolGuardrailFunctionOutput.reject_content(verdict.message, output_info=verdict)
+
+    def _record(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx, result = data.context, data.output
+        # A tool that raised reaches this point as the SDK's fixed error text (its default failure handler).
+        failed = isinstance(result, str) and (
+            result == _SDK_ERROR or result.startswith(f"Tool '{ctx.tool_name}' timed out")
+        )
+        self.guard_for(ctx).record(ctx.qualified_tool_name, _arguments(ctx), result, is_error=failed)
+        return ToolGuardrailFunctionOutput.allow()
+
+
+def guard_agent(
+    agent: Agent[TContext], guard: Guard | GuardPool | None = None, *, session: SessionKey | None = None
+) -> Agent[TContext]:
+    """A copy of ``agent`` (and of the agents it hands off to) whose function tools are guarded by looptrap:
+    ``agent = guard_agent(agent)``. See :class:`LoopGuardrails` for ``guard`` and ``session``."""
+    return LoopGuardrails(guard, session=session).apply(agent)
+
+
+def _arguments(ctx: ToolContext[Any]) -> Any:
+    raw = ctx.tool_arguments
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return raw
+
+
+async def _never_runs(ctx: ToolContext[Any], arguments: str) -> str:
+    return "Reported."  # the input guardrail answers every report_blocked call before the tool would run
+
+
+def _others(guardrails: list[Any] | None) -> list[Any]:
+    """A tool's own guardrails, without looptrap's (so guarding a guarded agent again replaces them)."""
+    return [
+        g for g in guardrails or () if not isinstance(getattr(g.guardrail_function, "__self__", None), LoopGuardrails)
+    ]
