@@ -299,3 +299,25 @@ def test_queued_poll_uses_the_pending_threshold() -> None:
     guard = Guard(clock=None)
     actions = [step(guard, "job_status", {"job": "j1"}, "queued").action for _ in range(6)]
     assert actions == ["allow"] * 6
+
+
+def test_an_error_text_that_says_not_found_is_an_error_and_empty() -> None:
+    flags = result_facts("Error: old string not found in src/app.py", False)
+    assert flags & Flag.ERROR
+    assert flags & Flag.EMPTY
+    assert result_facts("An error occurred while running the tool. Please try again. Error: boom", False) == Flag.ERROR
+
+
+def test_a_failed_edit_reported_as_text_is_not_a_state_change() -> None:
+    guard = Guard(clock=None)
+    args = {"path": "src/app.py", "old": "x", "new": "y"}
+    assert guard.check("edit_file", args).allowed
+    guard.record("edit_file", args, "Error: old string not found in src/app.py")
+    entry = guard.state.history[-1]
+    assert entry.flags & Flag.ERROR
+    assert not entry.flags & Flag.MUTATED
+
+
+def test_apply_patch_with_a_patch_in_command_writes() -> None:
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-x\n+y\n*** End Patch"
+    assert is_mutating("apply_patch", {"command": patch})

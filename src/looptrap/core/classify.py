@@ -450,7 +450,8 @@ _PENDING_WORDS = (
 #: A short text result that reports a failure in its first words (tools that return errors as text).
 _ERROR_TEXT = re.compile(
     r"^\W{0,3}(?:error|fatal|exception)\b\s*[:\-!]|^traceback \(most recent call last\)"
-    r"|^(?:failed|unable|cannot|could not)\b|^no replacement was performed",
+    r"|^(?:failed|unable|cannot|could not)\b|^no replacement was performed"
+    r"|^an error occurred while running the tool\b",
     re.IGNORECASE,
 )
 #: A write that changed nothing: not a state change.
@@ -559,14 +560,15 @@ def _text_facts(text: str) -> int:
         text = _EXIT_META.sub("", text)
     if not _CONTENT.search(_TAGS.sub("", text) if "<" in text else text):  # only an exit code and markup
         return ResultFacts.EMPTY
-    if _EMPTY_TEXT.match(text) or (
+    empty = _EMPTY_TEXT.match(text) or (
         len(text) <= _SHORT_MESSAGE
         and any(map(low.__contains__, _EMPTY_ANYWHERE_WORDS))
         and _EMPTY_ANYWHERE.search(text)
-    ):
+    )
+    if _ERROR_TEXT.match(text):  # "Error: old string not found" failed: a write that says so changed nothing
+        return ResultFacts.ERROR | (ResultFacts.EMPTY if empty else 0)
+    if empty:
         return ResultFacts.EMPTY
-    if _ERROR_TEXT.match(text):
-        return ResultFacts.ERROR
     if len(text) <= 64 and _ACK_TEXT.match(text):
         return ResultFacts.ACK
     if any(map(low.__contains__, _PENDING_WORDS)) and _PENDING_TEXT.search(text):
