@@ -13,7 +13,15 @@ def test_all_names_exist_and_are_exported() -> None:
         assert hasattr(looptrap, name), name
     public = {n for n in dir(looptrap) if not n.startswith("_")}
     # subpackages are reachable but not part of the flat namespace contract
-    assert public - set(looptrap.__all__) <= {"analysis", "cli", "core", "detectors", "integrations", "stores", "testing"}
+    assert public - set(looptrap.__all__) <= {
+        "analysis",
+        "cli",
+        "core",
+        "detectors",
+        "integrations",
+        "stores",
+        "testing",
+    }
 
 
 def test_the_contract_names_are_there() -> None:
