@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from abc import ABC, abstractmethod
 from typing import Any, Literal, NamedTuple
 
 import orjson
@@ -35,22 +36,23 @@ class Answer(NamedTuple):
     stderr: str = ""
 
 
-class Protocol:
+class Protocol(ABC):
     """One CLI's hook format: how to read its payloads and how to answer a verdict."""
 
     name = ""
     allow = Answer()  # exit 0, nothing on stdout: no opinion, the CLI's own permission rules apply
 
+    @abstractmethod
     def parse(self, payload: dict[str, Any]) -> HookEvent:
-        raise NotImplementedError
+        """The payload in the guard's vocabulary (``ValueError`` when it lacks what the guard needs)."""
 
+    @abstractmethod
     def refuse(self, verdict: Verdict, event: HookEvent) -> Answer:
         """Advice or a block: the call is denied and the model reads ``verdict.message``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def halt(self, verdict: Verdict, event: HookEvent) -> Answer:
         """The run stops; ``event`` is the call that met the halt (before it ran, or after)."""
-        raise NotImplementedError
 
     def failed_closed(self, reason: str) -> Answer:
         """``--fail-closed`` and the hook itself failed: block the call (exit 2, reason on stderr)."""
