@@ -36,7 +36,8 @@ class ScriptedAgent:
     """A deterministic agent: one tool call per turn from ``script`` (cycled), ``progress`` per turn.
 
     ``done_after``: the agent finishes with an answer after this many calls (a healthy run); ``None``
-    means it never finishes on its own.
+    means it never finishes on its own. ``says``: the words the model writes every turn (given to
+    ``end_turn(text=...)``).
     """
 
     name: str
@@ -45,6 +46,7 @@ class ScriptedAgent:
     done_after: int | None = None
     stubborn: int = 0
     progress: Callable[[int], Any] | None = None
+    says: str | None = None
     max_turns: int = 40
 
     def run(self, guard: Guard | None = None) -> RunResult:
@@ -69,13 +71,13 @@ class ScriptedAgent:
                 if not v.allowed:
                     refused += 1
                     messages.append(v.message)
-                    guard.end_turn(self.progress(turn) if self.progress else None)
+                    guard.end_turn(self.progress(turn) if self.progress else None, text=self.says)
                     continue
             result, failed = self.tools[tool](args)
             calls += 1
             if guard is not None:
                 guard.record(tool, args, result, is_error=failed)
-                v = guard.end_turn(self.progress(turn) if self.progress else None)
+                v = guard.end_turn(self.progress(turn) if self.progress else None, text=self.says)
                 if v.action == "halt":
                     return RunResult(calls, turn, "halted", v.reason, [*messages, v.message])
                 if v.intervenes:
@@ -138,6 +140,12 @@ def demo_agents() -> list[ScriptedAgent]:
             [("list_files", {"dir": d}) for d in ("a", "b", "c", "d", "e", "f", "g")],
             {"list_files": lambda a: (f"{a['dir']}/README.md", False)},
             progress=lambda turn: {"answer": None, "found": []},
+        ),
+        ScriptedAgent(
+            "the same words again (repeated_text)",
+            [("read_file", {"path": f"src/module_{i}.py"}) for i in range(40)],
+            {"read_file": lambda a: (f"# {a['path']}\ndef main():\n    pass\n", False)},
+            says="I need to check the configuration once more before I change anything.",
         ),
         ScriptedAgent(
             "stubborn: ignores advice (halt)",
