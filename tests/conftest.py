@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import shutil
@@ -76,6 +77,17 @@ class RedisServer:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
+
+
+@pytest.fixture
+def own_event_loop() -> Iterator[None]:
+    """A thread default event loop for this test alone, closed after it. Frameworks' ``run_sync`` runs on the
+    thread's default loop and leaves it open on purpose; unclosed, its ResourceWarning fails the session."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.close()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ import asyncio
 import gc
 import importlib.util
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -67,15 +66,8 @@ def flaky() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
+def _reset(own_event_loop: None) -> None:  # run_sync's event loop: see conftest
     ran.clear()
-    # Runner.run_sync runs on the thread's default event loop and leaves it open on purpose; close it here,
-    # or its ResourceWarning fails a later test.
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield
-    asyncio.set_event_loop(None)
-    loop.close()
 
 
 def calls(name: str, args: dict[str, Any], n: int, start: int = 1) -> list[Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -67,15 +67,8 @@ def flaky() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _reset() -> Iterator[None]:
+def _reset(own_event_loop: None) -> None:  # run_sync's event loop: see conftest
     ran.clear()
-    # agent.run_sync runs on the thread's default event loop and leaves it open on purpose; give each test a
-    # loop of its own and close it after, or its ResourceWarning fails the session at garbage collection.
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield
-    asyncio.set_event_loop(None)
-    loop.close()
 
 
 class Script:
