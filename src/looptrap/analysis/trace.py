@@ -128,7 +128,7 @@ def iter_events(
         name = name or getattr(source, "name", "<trace>")
     try:
         for n, raw in enumerate(lines, 1):
-            if not raw.strip():
+            if not raw or raw.isspace():  # not raw.strip(): that copies every line
                 continue
             try:
                 if keep is None:
