@@ -17,6 +17,7 @@ __all__ = [
     "WRITES_ANYWAY",
     "ResultFacts",
     "call_family",
+    "call_traits",
     "is_mutating",
     "is_polling",
     "mutation",
@@ -312,11 +313,19 @@ def shell_command_effect(cmd: str) -> int:
     """How a shell command line changes state: ``NO_WRITE``, ``WRITES`` (a redirect to a file, or a writing
     command in any segment) or ``WRITES_ANYWAY`` (a write in a chain of several commands: the write has
     happened even when a later command makes the whole line fail)."""
+    return _effect(*_parse_shell(cmd))
+
+
+def _parse_shell(cmd: str) -> tuple[str, str, list[list[str]]]:
+    """A command line without its here-documents, that text with quoted strings emptied, and the words of
+    each of its commands."""
     body = _strip_heredocs(cmd)
-    py_write = _PY_WRITE.search(body) is not None
     plain = _QUOTED.sub("''", body)
-    segments = [seg.split() for seg in _SEGMENTS.split(plain)]
-    segments = [w for w in segments if w]
+    return body, plain, [words for words in (seg.split() for seg in _SEGMENTS.split(plain)) if words]
+
+
+def _effect(body: str, plain: str, segments: list[list[str]]) -> int:
+    py_write = _PY_WRITE.search(body) is not None
     targets = _REDIRECT.findall(plain)
     effect = WRITES if any(not _LOG_FILE.search(t) for t in targets) else NO_WRITE
     for words in segments:
@@ -350,10 +359,11 @@ def shell_command_mutates(cmd: str) -> bool:
 
 
 def _shell_line(tool: str, args: Any) -> str | None:
-    if isinstance(args, str):
-        return args if tool.lower() in _SHELL_TOOLS else None
-    if not isinstance(args, Mapping):
-        return None
+    if type(args) is not dict:
+        if isinstance(args, str):
+            return args if tool.lower() in _SHELL_TOOLS else None
+        if not isinstance(args, Mapping):
+            return None
     low = tool.lower()
     for key in _COMMAND_KEYS:
         cmd = args.get(key)
@@ -372,11 +382,11 @@ def call_family(tool: str, args: Any) -> str:
     """The tool, or for a shell tool the tool and the program its command runs (``bash:pytest``): errors and
     fruitless searches are counted per family, so a failing ``pytest`` says nothing about a later ``cat``."""
     line = _shell_line(tool, args)
-    if line is None:
-        return tool
-    plain = _QUOTED.sub("''", _strip_heredocs(line))
-    for seg in _SEGMENTS.split(plain):
-        words = seg.split()
+    return tool if line is None else _family(tool, _parse_shell(line)[2])
+
+
+def _family(tool: str, segments: list[list[str]]) -> str:
+    for words in segments:
         while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS or words[0].isdigit()):
             words = words[1:]
         if words and words[0] not in _SKIP_PROGRAMS:
@@ -398,6 +408,10 @@ def mutation(tool: str, args: Any) -> int:
     line = _shell_line(tool, args)
     if line is not None:
         return shell_command_effect(line)
+    return _named_mutation(tool, args)
+
+
+def _named_mutation(tool: str, args: Any) -> int:
     if isinstance(args, Mapping):
         for key in _SUBCOMMAND_KEYS:
             sub = args.get(key)
@@ -406,6 +420,16 @@ def mutation(tool: str, args: Any) -> int:
                 if verdict is not None:
                     return WRITES if verdict else NO_WRITE
     return WRITES if _words_mutate(tool) else NO_WRITE
+
+
+def call_traits(tool: str, args: Any) -> tuple[int, str, bool]:
+    """:func:`mutation`, :func:`call_family` and :func:`shell_polls` of one call, reading a shell command
+    line once."""
+    line = _shell_line(tool, args)
+    if line is None:
+        return _named_mutation(tool, args), tool, False
+    body, plain, segments = _parse_shell(line)
+    return _effect(body, plain, segments), _family(tool, segments), _SHELL_WAITS.search(line) is not None
 
 
 def is_mutating(tool: str, args: Any) -> bool:

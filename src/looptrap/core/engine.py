@@ -21,12 +21,11 @@ from looptrap.core.classify import (
     NO_WRITE,
     WRITES,
     WRITES_ANYWAY,
-    call_family,
+    call_traits,
     mutation,
     polls_by_args,
     polls_by_name,
     result_facts,
-    shell_polls,
     wrote_nothing,
 )
 from looptrap.core.config import GuardConfig
@@ -168,7 +167,7 @@ class Engine:
         )
 
     def _polls_by_args(self, args: Any) -> bool:
-        if not isinstance(args, Mapping):
+        if type(args) is not dict and not isinstance(args, Mapping):
             return False
         keys = tuple(args)  # argument key sets repeat: cache the answer per key set
         hit = self._polls_cache.get(keys)
@@ -182,12 +181,17 @@ class Engine:
     def _mutation(self, tool: str, args: Any, digest: int, p: _ToolPlan) -> tuple[int, str, bool]:
         """The call's effect (``NO_WRITE``, ``WRITES``, ``WRITES_ANYWAY``), family, and whether it is a shell
         command that waits (``sleep``, ``watch``, ``tail -f``)."""
-        if not (isinstance(args, Mapping) and not ARG_KEYS.isdisjoint(args)) and not isinstance(args, str):
+        t = type(args)
+        if t is dict:
+            by_args = not ARG_KEYS.isdisjoint(args)
+        else:
+            by_args = t is str or isinstance(args, str) or (isinstance(args, Mapping) and not ARG_KEYS.isdisjoint(args))
+        if not by_args:
             effect, family, waits = p.name_mutates, tool, False
         else:
             hit = self._mutating_cache.get(digest)
             if hit is None:
-                hit = (mutation(tool, args), call_family(tool, args), shell_polls(tool, args))
+                hit = call_traits(tool, args)
                 if len(self._mutating_cache) >= 8192:
                     self._mutating_cache.clear()
                 self._mutating_cache[digest] = hit
@@ -203,10 +207,10 @@ class Engine:
         return effect, family, waits
 
     def check(self, state: SessionState, call: Call, now: float | None = None) -> tuple[Call, Verdict]:
-        """Before a call runs: count it, and decide. Returns the call (with its index) and the verdict."""
+        """Before a call runs: count it, and decide. Numbers the call (in place) and returns it with the verdict."""
         state.calls += 1
         state.turn_calls += 1
-        call = call.numbered(state.calls)
+        call.index = state.calls  # in place: a change applied again after a store conflict sets the same fields
         call.batched = state.open_calls > 0
         if state.started is None and now is not None:
             state.started = now

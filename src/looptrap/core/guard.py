@@ -122,25 +122,33 @@ class _GuardBase:
             return self._store_verdict()
         call, verdict = got
         with self._lock:
-            if verdict.allowed:
-                self._remember_pending(call.tool, args, call)
-            if len(self._turn_tools) < _TURN_MEMORY:  # bounded even if end_turn is never called
-                self._turn_tools.append(call.tool)
-            if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
-                self._turn_signals.append(verdict.reason or verdict.action)
+            self._note_check(args, call, verdict)
         if verdict.signals:  # a sticky halt repeated on every later call is logged once, when it happened
             self._log_verdict(verdict, call)
         return verdict
+
+    def _note_check(self, args: Any, call: Call, verdict: Verdict) -> None:
+        """This turn's bookkeeping of a checked call (the caller holds the lock)."""
+        if verdict.allowed:
+            self._remember_pending(call.tool, args, call)
+        if len(self._turn_tools) < _TURN_MEMORY:  # bounded even if end_turn is never called
+            self._turn_tools.append(call.tool)
+        if verdict.signals and len(self._turn_signals) < _TURN_MEMORY:
+            self._turn_signals.append(verdict.reason or verdict.action)
 
     def _record_change(
         self, tool: str, args: Any, result: Any, is_error: bool, usage: Any
     ) -> Callable[[SessionState], Entry]:
         now = self._now()
+        call = self._call_to_record(tool, args, now)
+        record = self._engine.record
+        return lambda state: record(state, call, result, is_error=is_error, usage=usage, now=now)
+
+    def _call_to_record(self, tool: str, args: Any, now: float | None) -> Call:
         call = self._take_pending(tool, args)
         if call is None:  # an equal copy of the arguments, or another process's check: matched by digest
             call = self._engine.call(tool, args, at=now)
-        record = self._engine.record
-        return lambda state: record(state, call, result, is_error=is_error, usage=usage, now=now)
+        return call
 
     def _recorded(self, entry: Entry | _Failed) -> None:
         if isinstance(entry, _Failed):
@@ -330,8 +338,11 @@ class Guard(_GuardBase):
                 now = self._now()
                 call = self._engine.call(tool, args, at=now)
                 with self._lock:
-                    got = self._engine.check(self._state, call, now)
-                return self._checked(args, got)
+                    call, verdict = self._engine.check(self._state, call, now)
+                    self._note_check(args, call, verdict)
+                if verdict.signals:
+                    self._log_verdict(verdict, call)
+                return verdict
             return self._checked(args, self._apply(self._check_change(tool, args)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("check")
@@ -344,6 +355,13 @@ class Guard(_GuardBase):
         if not self.config.enabled:
             return
         try:
+            if self._store is None:  # the common case, as in check
+                now = self._now()
+                call = self._call_to_record(tool, args, now)
+                with self._lock:
+                    entry = self._engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
+                self._recorded(entry)
+                return
             self._recorded(self._apply(self._record_change(tool, args, result, is_error, usage)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             self._internal_error("record")

@@ -20,6 +20,7 @@ __all__ = [
     "VolatileText",
     "key_matcher",
     "text_scrubber",
+    "text_shape",
 ]
 
 #: Argument keys dropped by default (full match, case-insensitive, ``-`` treated as ``_``).
@@ -55,15 +56,20 @@ RESULT_VOLATILE_KEYS = (
 
 
 class VolatileText(NamedTuple):
-    """A pattern of volatile text and its gate: the pattern is only tried on a text that contains one of
-    ``requires`` (plain substrings, next to free to test), in which ``gate`` (a regex that starts with a
-    literal, so it is fast to search) is found, and that is at most ``max_len`` long. Without a gate the
-    pattern is tried on every text."""
+    """A pattern of volatile text and its gates, cheap tests that skip the pattern on texts where it cannot
+    match: the pattern is tried only on a text that contains one of ``requires`` (plain substrings), whose
+    *shape* contains one of ``shapes`` (see :func:`text_shape`), in which ``gate`` (a regex that starts with a
+    literal, so it is fast to search) is found, and that is at most ``max_len`` long. A pattern without gates
+    is tried on every text.
+
+    Scanning a text costs the regex engine about as much per character for every pattern that starts with a
+    character class (a digit, say) as for a full match attempt, so such patterns need a gate to be cheap."""
 
     pattern: str
     requires: tuple[str, ...] = ()
     gate: str | None = None
     max_len: int | None = None  # only tried on texts up to this length (a costly pattern for short messages)
+    shapes: tuple[str, ...] = ()
 
 
 _HEX = "[0-9a-fA-F]"
@@ -76,14 +82,16 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
     # HTTP dates: Mon, 30 Nov 2026 05:19:53 GMT
     VolatileText(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: GMT)?", (" GMT",)),
     # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds of the years
-    # 2017-2033 (1.5e9 to 2e9 seconds), durations (0.23s, 120 ms, 3 seconds)
+    # 2017-2033 (1.5e9 to 2e9 seconds), durations (0.23s, 120 ms, 3 seconds). Every match leaves one of
+    # the shapes in the text's shape: a date, a clock time, ten digits, or a digit before a unit's letter.
     VolatileText(
         r"[0-9](?<![\w.][0-9])(?:"
         r"\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
         r"|\d?:\d{2}:\d{2}(?:[.,]\d+)?(?!\w)"
         r"|(?<=1)[5-9]\d{8}(?:\d{3})?(?:\.\d+)?(?![\w.])"
         r"|\d*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
-        r")"
+        r")",
+        shapes=("0000-00-00", "0:00:00", "0000000000", "0s"),
     ),
     # UUIDs
     VolatileText(
@@ -121,6 +129,26 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
     return matches
 
 
+#: Texts shorter than this are not shaped: every pattern is tried (shaping costs more than it saves).
+SHAPE_MIN = 256
+
+_SHAPE_TABLE = bytes(
+    ord("0") if chr(c).isdigit() else ord("s") if chr(c) in "smun" else c if chr(c) in ":-." else ord(".")
+    for c in range(256)
+)
+_SHAPE_DROP = bytes(c for c in range(128) if chr(c).isspace())
+
+
+def text_shape(text: str) -> bytes | None:
+    """The shape of an ASCII text, in which the gates of time-like patterns are searched: every digit reads
+    ``0``, the letters that start a time unit (s, m, u, n) read ``s``, every other letter and symbol ``.``
+    except ``:``, ``-`` and ``.``, and whitespace is dropped ("took 0.23 s" -> ``.........0.00s``). ``None``
+    for a text that is not ASCII (Unicode digits and spaces have no shape: every pattern is tried)."""
+    if not text.isascii():
+        return None
+    return text.encode("ascii").translate(_SHAPE_TABLE, _SHAPE_DROP)
+
+
 def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str] | None:
     """A function replacing volatile substrings by ``<*>``; plain strings are patterns tried on every text."""
     if not patterns:
@@ -129,21 +157,30 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     for p in patterns:
         v = VolatileText(p) if isinstance(p, str) else p
         gate = re.compile(v.gate).search if v.gate else None
-        steps.append((re.compile(v.pattern).sub, v.requires, gate, v.max_len))
+        shapes = tuple(s.encode("ascii") for s in v.shapes)
+        steps.append((re.compile(v.pattern).sub, v.requires, gate, v.max_len, shapes))
 
-    has_digit = re.compile(r"[0-9]").search
     hints = ("/tmp/", "/var/folders/", "\\Temp\\")
     defaults = all(not isinstance(p, str) for p in patterns) and set(patterns) <= set(VOLATILE_TEXT)
 
     def scrub(text: str) -> str:
-        if defaults and (text.isalpha() or (has_digit(text) is None and not any(h in text for h in hints))):
+        if defaults and text.isalpha():
+            return text
+        shape = text_shape(text) if len(text) >= SHAPE_MIN else None
+        if defaults and shape is not None and b"0" not in shape and not any(h in text for h in hints):
             return text  # every default pattern needs a digit or a temp path
-        for sub, requires, gate, max_len in steps:
+        for sub, requires, gate, max_len, shapes in steps:
             if max_len is not None and len(text) > max_len:
                 continue
             if requires:
                 for r in requires:
                     if r in text:
+                        break
+                else:
+                    continue
+            if shapes and shape is not None:
+                for s in shapes:
+                    if s in shape:
                         break
                 else:
                     continue

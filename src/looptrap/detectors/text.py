@@ -46,42 +46,40 @@ class RepeatedText(Detector):
         """Read more of the model's text (``final``: the turn's text is complete)."""
         slot: dict[str, Any] = state.slots.setdefault(self.name, {"carry": "", "units": [], "fence": False, "kind": ""})
         text = slot["carry"] + chunk
-        slot["carry"] = ""
+        carry, kind, fence = "", slot["kind"], slot["fence"]
+        units: list[int] = slot["units"]
         fired: Signal | None = None
-        while text:
-            nl = text.find("\n")
-            line = text if nl < 0 else text[:nl]
-            if not slot["kind"]:  # at the start of a line: what kind of line is it?
+        pos, end = 0, len(text)
+        while pos < end:  # line by line, by position: slicing off each line would copy the rest every time
+            nl = text.find("\n", pos)
+            line = text[pos:] if nl < 0 else text[pos:nl]
+            if not kind:  # at the start of a line: what kind of line is it?
                 if nl < 0 and not final and len(line.strip()) < 4:
-                    slot["carry"] = line  # too little to tell yet
+                    carry = line  # too little to tell yet
                     break
-                slot["kind"] = self._kind(line, slot)
+                if _FENCE.match(line):
+                    fence = not fence
+                    kind = "skip"
+                else:
+                    kind = "skip" if fence or _STRUCTURE.match(line) else "prose"
+                if kind == "skip":  # code, tables and lists break any run of repeated prose
+                    units = []
             rest = ""
-            if slot["kind"] == "prose":
+            if kind == "prose":
                 pieces = _SENTENCE_END.split(line)
                 if nl < 0 and not final:
                     rest = pieces.pop()  # the sentence being written
                 for sentence in pieces:
-                    fired = self._unit(sentence, slot["units"], call_index) or fired
+                    fired = self._unit(sentence, units, call_index) or fired
             if nl < 0:
-                slot["carry"] = rest[-_CARRY:]
+                carry = rest[-_CARRY:]
                 break
-            text = text[nl + 1 :]
-            slot["kind"] = ""
+            pos = nl + 1
+            kind = ""
         if final:
-            slot["carry"], slot["kind"] = "", ""
+            carry, kind = "", ""
+        slot["carry"], slot["kind"], slot["fence"], slot["units"] = carry, kind, fence, units
         return fired
-
-    @staticmethod
-    def _kind(line: str, slot: dict[str, Any]) -> str:
-        if _FENCE.match(line):
-            slot["fence"] = not slot["fence"]
-            slot["units"] = []
-            return "skip"
-        if slot["fence"] or _STRUCTURE.match(line):
-            slot["units"] = []
-            return "skip"
-        return "prose"
 
     def _unit(self, sentence: str, units: list[int], call_index: int) -> Signal | None:
         norm = " ".join(sentence.lower().split()).strip(" .!?…,;:\"'")
@@ -89,7 +87,10 @@ class RepeatedText(Detector):
             return None
         h = xxhash.xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"))
         units.append(h)
-        del units[:-_WINDOW]
+        if len(units) > _WINDOW:
+            del units[:-_WINDOW]
+        if units.count(h) < self.threshold:  # the common case, at C speed
+            return None
         positions = [i for i, u in enumerate(units) if u == h][-self.threshold :]
         if len(positions) < self.threshold:
             return None
