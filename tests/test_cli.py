@@ -216,6 +216,56 @@ def test_skip_invalid(tmp_path: Path) -> None:
     assert f"first: {path}:5: not valid JSON" in proc.stderr
 
 
+# -- parallel replay: each process reads every line and keeps its own sessions ----------------------------
+
+
+def many_sessions(n: int) -> list[dict[str, Any] | str]:
+    """n sessions, interleaved, some looping, with nested "session" keys; the first 5 have unknown types."""
+    per = [
+        [
+            *([{"session": f"s{k}", "type": f"note_{k}"}] if k < 5 else []),
+            *(looping(f"s{k}", 4) if k % 3 == 0 else healthy(f"s{k}", 3)),
+            call(f"s{k}", "open_session", {"session": f"other-{k}"}),
+            result(f"s{k}", "open_session", {"session": f"other-{k}", "ok": True}),
+        ]
+        for k in range(n)
+    ]
+    out: list[dict[str, Any] | str] = []
+    for i in range(max(len(p) for p in per)):
+        out += [p[i] for p in per if i < len(p)]
+    return out
+
+
+def test_parallel_replay_equals_one_process(tmp_path: Path) -> None:
+    path = write(tmp_path, many_sessions(40))
+    one = looptrap("replay", str(path), "--json", "--jobs", "1")
+    two = looptrap("replay", str(path), "--json", "--jobs", "2")
+    three = looptrap("replay", str(path), "--json", "--jobs", "3")
+    assert one.returncode == two.returncode == three.returncode == 0, two.stderr
+    assert reports(one.stdout) == reports(two.stdout) == reports(three.stdout)
+    assert len(reports(one.stdout)) == 40
+    for proc in (one, two, three):  # every unknown type warned once, whichever process met it
+        warned = sorted(line for line in proc.stderr.splitlines() if "unknown event type" in line)
+        assert len(warned) == 5, proc.stderr
+        assert all(f"'note_{k}'" in w for k, w in enumerate(warned))
+
+
+def test_parallel_replay_reports_the_first_malformed_line(tmp_path: Path) -> None:
+    events = many_sessions(20)
+    bad_lines = {7: '{"session": "s3", "type": "turn_end", "seq": "x"}', 30: "{not json", 50: MALFORMED["no type"]}
+    for line in sorted(bad_lines):
+        events.insert(line - 1, bad_lines[line])
+    path = write(tmp_path, events)
+    for jobs in ("1", "2", "3"):
+        proc = looptrap("replay", str(path), "--jobs", jobs)
+        assert proc.returncode == 2
+        err = [line for line in proc.stderr.splitlines() if not line.startswith("looptrap: warning:")]
+        assert err == [f"{path}:7: 'seq' must be an integer"], (jobs, proc.stderr)
+        skipped = looptrap("replay", str(path), "--json", "--skip-invalid", "--jobs", jobs)
+        assert skipped.returncode == 0, skipped.stderr
+        assert f"skipped 3 invalid line(s); first: {path}:7:" in skipped.stderr, (jobs, skipped.stderr)
+
+
 def test_unknown_event_type_is_skipped(tmp_path: Path) -> None:
     events: list[dict[str, Any] | str] = [
         {"session": "s1", "type": "thinking", "text": "hmm"},

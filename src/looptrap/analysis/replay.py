@@ -193,55 +193,76 @@ def replay_file(
 ) -> tuple[list[SessionReport], list[TraceError]]:
     """Replay a trace file, with ``jobs`` processes (sessions are independent: each process reads the whole
     file and replays the sessions whose name hashes to it). Returns the reports in order of first appearance
-    and the skipped invalid lines. Raises :class:`TraceError` on a malformed line unless ``skip_invalid``.
-    ``lines`` wraps the open file (a progress bar); only the first process applies it, and only it warns."""
+    and the skipped invalid lines, in file order. Raises :class:`TraceError` on the first malformed line
+    unless ``skip_invalid``. ``lines`` wraps the open file (a progress bar); only the first process applies
+    it. Warnings (unknown event types) reach ``warn`` once each, from every process."""
     global _SHARD_JOB
-    job = (path, jobs, skip_invalid, config, warn, lines)
     if jobs <= 1:
-        return _replay_shard_of(job, 0)
+        reports, errors, _, fatal = _replay_shard_of((path, 1, skip_invalid, config, warn or log.warning, lines), 0)
+        if fatal is not None:
+            raise fatal
+        return reports, errors
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    _SHARD_JOB = job  # inherited by the forked workers: nothing unpicklable crosses a pipe
+    _SHARD_JOB = (path, jobs, skip_invalid, config, None, lines)  # inherited by the forked workers
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             parts = list(pool.map(_replay_shard, range(jobs)))
     finally:
         _SHARD_JOB = None
-    reports = sorted((r for part, _ in parts for r in part), key=lambda r: r.first_line)
-    return reports, parts[0][1]
+    fatals = [fatal for *_, fatal in parts if fatal is not None]
+    if fatals:
+        raise min(fatals, key=_line_of)  # each process stops at its first bad line: the earliest is the file's
+    said: dict[str, None] = {}
+    for _, _, warnings, _ in parts:
+        said.update(dict.fromkeys(warnings))
+    for text in said:
+        (warn or log.warning)(text)
+    # A line whose session cannot be read unparsed is read, and if malformed reported, by every process.
+    unique = {e.where: e for _, part_errors, _, _ in parts for e in part_errors}
+    reports = sorted((r for part, *_ in parts for r in part), key=lambda r: r.first_line)
+    return reports, sorted(unique.values(), key=_line_of)
+
+
+def _line_of(error: TraceError) -> int:
+    return int(error.where.rsplit(":", 1)[1])
 
 
 _Job = tuple[str, int, bool, "GuardConfig | None", "Callable[[str], None] | None", Any]
+_Shard = tuple[list[SessionReport], list[TraceError], list[str], "TraceError | None"]
 _SHARD_JOB: _Job | None = None
 
 
-def _replay_shard(shard: int) -> tuple[list[SessionReport], list[TraceError]]:
+def _replay_shard(shard: int) -> _Shard:
     assert _SHARD_JOB is not None
     return _replay_shard_of(_SHARD_JOB, shard)
 
 
-def _replay_shard_of(job: _Job, shard: int) -> tuple[list[SessionReport], list[TraceError]]:
+def _replay_shard_of(job: _Job, shard: int) -> _Shard:
+    """One process's part: its reports, its skipped lines, its warnings (when ``job`` has no ``warn``
+    function) and the malformed line that stopped it, if any."""
     path, jobs, skip_invalid, config, warn, lines = job
     errors: list[TraceError] = []
-    r = Replayer(config, warn=warn if shard == 0 else _quiet)
+    warnings: list[str] = []
+    r = Replayer(config, warn=warn or warnings.append)
+    fatal = None
     with open(path, "rb") as fh:
         source: Iterable[bytes] = lines(fh) if lines is not None and shard == 0 else fh
         keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
-        for ev in iter_events(source, name=path, skip_invalid=skip_invalid, errors=errors, keep=keep):
-            r.feed(ev)
+        try:
+            for ev in iter_events(source, name=path, skip_invalid=skip_invalid, errors=errors, keep=keep):
+                r.feed(ev)
+        except TraceError as exc:
+            fatal = exc
     reports = r.reports()
     for rep, sess in zip(reports, r.sessions.values(), strict=True):
         rep.first_line = sess.first_line
-    return reports, errors
+    return reports, errors, warnings, fatal
 
 
 def _owned(session: str, *, jobs: int, shard: int) -> bool:
     return xxhash.xxh3_64_intdigest(session.encode("utf-8", "surrogatepass")) % jobs == shard
-
-
-def _quiet(_text: str) -> None:
-    pass
 
 
 def replay(events: Iterable[Event], config: GuardConfig | None = None) -> list[SessionReport]:

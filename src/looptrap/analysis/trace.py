@@ -7,6 +7,7 @@ Events: ``tool_call``, ``tool_result``, ``turn_end``, ``text``. ``session`` and 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -15,7 +16,16 @@ from typing import IO, Any
 
 import orjson
 
-__all__ = ["EVENT_TYPES", "Event", "TraceError", "event_from", "iter_events", "parse_event", "session_of"]
+__all__ = [
+    "EVENT_TYPES",
+    "Event",
+    "TraceError",
+    "event_from",
+    "iter_events",
+    "parse_event",
+    "routed_session",
+    "session_of",
+]
 
 EVENT_TYPES = frozenset({"tool_call", "tool_result", "turn_end", "text"})
 
@@ -58,9 +68,34 @@ def session_of(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return None
     session = obj.get("session")
+    if type(session) is str:  # the common case, first: this runs once per line
+        return session if session else None
     if isinstance(session, (int, float)) and not isinstance(session, bool):
         return str(session)
     return session if isinstance(session, str) and session else None
+
+
+_SESSION_KEY = b'"session"'
+_SESSION_VALUE = re.compile(rb'\s*:\s*"([^"\\]+)"')
+
+
+def routed_session(raw: bytes) -> str | None:
+    """The session of a raw JSON line, read without parsing the line, or ``None`` when that is not certain.
+
+    Only a line in which ``"session"`` occurs once, as a key whose value is a plain string, qualifies: then
+    that key is the event's own, if the line is valid at all (if it is not, the reader that keeps the
+    session it names reports it).
+    """
+    i = raw.find(_SESSION_KEY)
+    if i < 0 or raw.find(_SESSION_KEY, i + 9) >= 0:
+        return None
+    m = _SESSION_VALUE.match(raw, i + 9)
+    if m is None:
+        return None
+    try:
+        return m.group(1).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def event_from(obj: Any, where: str, line: int) -> Event:
@@ -71,17 +106,17 @@ def event_from(obj: Any, where: str, line: int) -> Event:
     if session is None:
         raise TraceError(where, "missing 'session' (a non-empty string)")
     etype = obj.get("type")
-    if not isinstance(etype, str) or not etype:
+    if not etype or (type(etype) is not str and not isinstance(etype, str)):
         raise TraceError(where, "missing 'type'")
-    if etype in ("tool_call", "tool_result"):
+    if etype == "tool_call" or etype == "tool_result":
         tool = obj.get("tool")
-        if not isinstance(tool, str) or not tool:
+        if not tool or (type(tool) is not str and not isinstance(tool, str)):
             raise TraceError(where, f"a {etype} needs 'tool' (a non-empty string)")
     seq = obj.get("seq")
-    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+    if seq is not None and type(seq) is not int and (not isinstance(seq, int) or isinstance(seq, bool)):
         raise TraceError(where, "'seq' must be an integer")
     ts = obj.get("ts")
-    if ts is not None:
+    if ts is not None and (type(ts) is not float or not math.isfinite(ts)):  # a float: the common case
         if isinstance(ts, str):
             ts = _iso_seconds(ts, where)
         elif isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
@@ -111,8 +146,10 @@ def iter_events(
     """Stream events from a path (``-`` for stdin), a binary file or an iterable of lines.
 
     Malformed lines raise :class:`TraceError`, or with ``skip_invalid`` are appended to ``errors`` (if given)
-    and skipped. Blank lines are ignored. ``keep(session)``, if given, skips the events of other sessions
-    before they are validated (a malformed line is still reported).
+    and skipped. Blank lines are ignored. ``keep(session)``, if given, skips the events of other sessions:
+    a line whose session can be read without parsing it (see :func:`routed_session`) is skipped unread, so
+    only a reader that keeps it reports it if it is malformed; any other line is parsed, and reported if
+    malformed.
     """
     close = None
     if isinstance(source, str):
@@ -134,6 +171,10 @@ def iter_events(
                 if keep is None:
                     yield parse_event(raw, f"{name}:{n}", n)
                     continue
+                if type(raw) is bytes:
+                    routed = routed_session(raw)
+                    if routed is not None and not keep(routed):
+                        continue  # another reader's session: it validates the line
                 try:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
