@@ -33,6 +33,8 @@ PAD = "x" * SHAPE_MIN  # long enough for the shape gates to be used
         ("nginx[4242]: started", "nginx[31337]: started"),
         ("wrote /tmp/pytest-of-root/pytest-7/out.txt", "wrote /tmp/pytest-of-root/pytest-9/out.txt"),
         ("request id: 7f3a9c", "request id: 0b12de"),
+        ("request id: abcdef", "request id: fedcba"),
+        ("id abcdefab-abcd-abcd-abcd-abcdefabcdef", "id fedcbafe-dcba-dcba-dcba-fedcbafedcba"),
     ],
 )
 def test_volatile_parts_are_removed_in_short_and_long_texts(a: str, b: str) -> None:
@@ -84,6 +86,12 @@ FRAGMENTS = [
     "nginx[4242]:",
     "/tmp/a-b/c.txt",
     "request_id=ab-12",
+    "request id: abcdef",
+    "RequestIdabc",
+    "spanidx",
+    "abcdefab-abcd-abcd-abcd-abcdefabcdef",
+    "C:\\Users\\me\\AppData\\Local\\Temp\\tmpab",
+    "/var/folders/xy/T/q",
     "line 12",
     "limit=133)",
     "x1s",

@@ -133,7 +133,7 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
 SHAPE_MIN = 256
 
 _SHAPE_TABLE = bytes(
-    ord("0") if chr(c).isdigit() else ord("s") if chr(c) in "smun" else c if chr(c) in ":-." else ord(".")
+    ord("0") if chr(c) in "0123456789" else ord("s") if chr(c) in "smun" else c if chr(c) in ":-." else ord(".")
     for c in range(256)
 )
 _SHAPE_DROP = bytes(c for c in range(128) if chr(c).isspace())
@@ -142,11 +142,23 @@ _SHAPE_DROP = bytes(c for c in range(128) if chr(c).isspace())
 def text_shape(text: str) -> bytes | None:
     """The shape of an ASCII text, in which the gates of time-like patterns are searched: every digit reads
     ``0``, the letters that start a time unit (s, m, u, n) read ``s``, every other letter and symbol ``.``
-    except ``:``, ``-`` and ``.``, and whitespace is dropped ("took 0.23 s" -> ``.........0.00s``). ``None``
+    except ``:``, ``-`` and ``.``, and whitespace is dropped ("took 0.23 s" -> ``....0.00s``). ``None``
     for a text that is not ASCII (Unicode digits and spaces have no shape: every pattern is tried)."""
     if not text.isascii():
         return None
     return text.encode("ascii").translate(_SHAPE_TABLE, _SHAPE_DROP)
+
+
+_HAS_DIGIT = re.compile(r"[0-9]").search
+_TEMP_HINTS = ("/tmp/", "/var/folders/", "\\Temp\\")
+
+
+def _beyond_defaults(text: str, shape: bytes | None) -> bool:
+    """Whether no default pattern can match: each needs a digit, a ``-`` (a UUID), ``id`` (a request id) or
+    a temporary path."""
+    if (b"0" in shape) if shape is not None else (_HAS_DIGIT(text) is not None):
+        return False
+    return "-" not in text and "id" not in text.lower() and not any(h in text for h in _TEMP_HINTS)
 
 
 def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str] | None:
@@ -160,15 +172,12 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
         shapes = tuple(s.encode("ascii") for s in v.shapes)
         steps.append((re.compile(v.pattern).sub, v.requires, gate, v.max_len, shapes))
 
-    hints = ("/tmp/", "/var/folders/", "\\Temp\\")
     defaults = all(not isinstance(p, str) for p in patterns) and set(patterns) <= set(VOLATILE_TEXT)
 
     def scrub(text: str) -> str:
-        if defaults and text.isalpha():
-            return text
         shape = text_shape(text) if len(text) >= SHAPE_MIN else None
-        if defaults and shape is not None and b"0" not in shape and not any(h in text for h in hints):
-            return text  # every default pattern needs a digit or a temp path
+        if defaults and _beyond_defaults(text, shape):
+            return text
         for sub, requires, gate, max_len, shapes in steps:
             if max_len is not None and len(text) > max_len:
                 continue
