@@ -130,7 +130,7 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
 
 
 #: Texts shorter than this are not shaped: every pattern is tried (shaping costs more than it saves).
-SHAPE_MIN = 256
+SHAPE_MIN = 128
 
 _SHAPE_TABLE = bytes(
     ord("0") if chr(c) in "0123456789" else ord("s") if chr(c) in "smun" else c if chr(c) in ":-." else ord(".")
