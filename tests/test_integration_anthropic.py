@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from conftest import need
-from scripted_steps import Script, adapting, healthy, reporting, stubborn
+from scripted_steps import ADVICE, BLOCK, QUESTION, Script, adapting, healthy, reporting, stubborn
+from scripted_steps import Tools as ScriptedTools
 
 need("anthropic (pip install 'looptrap[anthropic]')", importlib.util.find_spec("anthropic") is not None)
 
@@ -26,44 +26,9 @@ from pydantic import TypeAdapter  # noqa: E402
 from looptrap import Guard, GuardPool, LoopHalted  # noqa: E402
 from looptrap.integrations.anthropic import GuardedTools, report_blocked_tool_param, tool_runner  # noqa: E402
 
-ADVICE = (
-    "You have called search_docs with these exact arguments 3 times in a row; the previous 2 returned the same "
-    "result. It will not change. Use different arguments or a different tool. If you cannot get what you need, "
-    "call report_blocked with what you tried and what you need: that is a correct outcome, not a failure."
-)
-BLOCK = "Blocked: this call was not run. You were already told this is a loop. " + ADVICE
-QUESTION = "What is the refund policy?"
 
-
-class Tools:
-    """The agent's tools, counting how often each body ran."""
-
-    def __init__(self) -> None:
-        self.ran: dict[str, int] = {}
-        self.content = ""
-
-    def _count(self, name: str) -> None:
-        self.ran[name] = self.ran.get(name, 0) + 1
-
-    def search_docs(self, query: str) -> str:
-        self._count("search_docs")
-        return "Refunds within 30 days." if query == "refunds" else "0 results"
-
-    async def asearch_docs(self, query: str) -> str:
-        await asyncio.sleep(0)
-        return self.search_docs(query)
-
-    def edit_file(self, path: str, content: str) -> str:
-        self._count("edit_file")
-        self.content = content
-        return f"wrote {len(content)} bytes to {path}"
-
-    def run_tests(self) -> str:
-        self._count("run_tests")
-        return "all passed" if self.content == "v3" else "1 failed: test_refund"
-
-    def functions(self) -> dict[str, Callable[..., Any]]:
-        return {"search_docs": self.search_docs, "edit_file": self.edit_file, "run_tests": self.run_tests}
+class Tools(ScriptedTools):
+    """The shared tools, also as the SDK's ``@beta_tool`` functions."""
 
     def beta_tools(self) -> list[Any]:
         """The same tools as the SDK's ``@beta_tool`` functions."""

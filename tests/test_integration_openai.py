@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import need
-from scripted_steps import Call, Script, adapting, healthy, reporting, stubborn
+from scripted_steps import ADVICE, BLOCK, QUESTION, Call, Script, Tools, adapting, healthy, reporting, stubborn
 
 need("openai (pip install 'looptrap[openai]')", importlib.util.find_spec("openai") is not None)
 
@@ -33,47 +33,6 @@ from looptrap.integrations.openai import (  # noqa: E402
     report_blocked_chat_tool,
     report_blocked_response_tool,
 )
-
-ADVICE = (
-    "You have called search_docs with these exact arguments 3 times in a row; the previous 2 returned the same "
-    "result. It will not change. Use different arguments or a different tool. If you cannot get what you need, "
-    "call report_blocked with what you tried and what you need: that is a correct outcome, not a failure."
-)
-BLOCK = "Blocked: this call was not run. You were already told this is a loop. " + ADVICE
-QUESTION = "What is the refund policy?"
-
-# -- the tools ---------------------------------------------------------------------------------------------
-
-
-class Tools:
-    """The agent's tools, counting how often each body ran."""
-
-    def __init__(self) -> None:
-        self.ran: dict[str, int] = {}
-        self.content = ""
-
-    def _count(self, name: str) -> None:
-        self.ran[name] = self.ran.get(name, 0) + 1
-
-    def search_docs(self, query: str) -> str:
-        self._count("search_docs")
-        return "Refunds within 30 days." if query == "refunds" else "0 results"
-
-    async def asearch_docs(self, query: str) -> str:
-        await asyncio.sleep(0)
-        return self.search_docs(query)
-
-    def edit_file(self, path: str, content: str) -> str:
-        self._count("edit_file")
-        self.content = content
-        return f"wrote {len(content)} bytes to {path}"
-
-    def run_tests(self) -> str:
-        self._count("run_tests")
-        return "all passed" if self.content == "v3" else "1 failed: test_refund"
-
-    def functions(self) -> dict[str, Callable[..., Any]]:
-        return {"search_docs": self.search_docs, "edit_file": self.edit_file, "run_tests": self.run_tests}
 
 
 # -- the scripted model: decides its next call from the request it gets -----------------------------------
