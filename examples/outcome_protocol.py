@@ -17,14 +17,15 @@ def get_customer(email: str) -> outcome.Outcome:
 
 guard = Guard()
 actions = []
-for _ in range(3):
+for _ in range(3):  # three model turns, each asking for the same lookup
     args = {"email": "someone@elsewhere.org"}
     verdict = guard.check("get_customer", args)
     actions.append(verdict.action)
-    if not verdict.allowed:
+    if verdict.allowed:
+        guard.record("get_customer", args, get_customer(**args))
+    else:
         print(verdict.message)
-        continue
-    guard.record("get_customer", args, get_customer(**args))
+    guard.end_turn()
 
 print(actions)
 # The tool said the miss is not retryable, so the very first retry of the same call is advised.

@@ -199,10 +199,50 @@ EMPTY: list[Any] = [
     {"items": [], "count": 0},
     {"total": 0},
     "<returncode>1</returncode>",
+    {"issues": [], "pageInfo": {"hasNextPage": False, "endCursor": None}},  # pagination metadata only
 ]
-NOT_EMPTY = ["3 results", "found it", {"results": [1]}, "def foo(): pass", [0], {"count": 2}, "x" * 301]
+NOT_EMPTY = [
+    "3 results",
+    "found it",
+    {"results": [1]},
+    "def foo(): pass",
+    [0],
+    {"count": 2},
+    "x" * 301,
+    {"flag": {"enabled": False}},  # an answer that is false is an answer
+    {"issues": [{"id": 1}], "pageInfo": {"hasNextPage": False}},
+]
 ACK = ["ok", "OK", "Done.", "sent", "sent successfully", "saved", {"ok": True}, {"status": "done"}]
-PENDING = ["running", "Job is still in progress", "Status: queued", {"status": "pending"}, "queued", "in progress"]
+PENDING = [
+    "running",
+    "Job is still in progress",
+    "Status: queued",
+    {"status": "pending"},
+    "queued",
+    "in progress",
+    "Running...",
+    "Queued (3 ahead of you)",
+    "Build #42 in progress",
+    "Job 8812 queued",
+    "state = running",
+    "The export is still running.",
+    "Your request is being processed",
+    "The report has not finished yet.",
+    "Service not ready",
+    "Stack status: UPDATE_IN_PROGRESS",
+    {"StackStatus": "UPDATE_IN_PROGRESS"},
+    {"job_state": "job_running"},
+]
+#: A status word inside other prose is not a stated status.
+NOT_PENDING = [
+    "Here's the result of running `cat -n` on /repo/src/app.py:\n     1\timport os\n     2\timport sys",
+    "Tests passed after running the suite twice.",
+    "pending_orders.csv\nreport.txt\nrunning_totals.py",
+    "The function handles pending requests and returns them in order.",
+    "Build log: compiling module 3 of 9, then running tests",
+    "3 passed in 0.41s (ran test_running_mean, test_pending_queue)",
+    "Error while building the wheel: missing header",
+]
 
 
 @pytest.mark.parametrize("result", EMPTY, ids=repr)
@@ -230,6 +270,28 @@ def test_long_text_is_not_an_acknowledgement() -> None:
 def test_pending_results(result: Any) -> None:
     """docs/detectors.md: pending is "running", "queued", "in progress"."""
     assert result_facts(result, False) & ResultFacts.PENDING
+
+
+@pytest.mark.parametrize("result", NOT_PENDING, ids=lambda r: repr(r)[:40])
+def test_a_status_word_in_other_prose_is_not_pending(result: Any) -> None:
+    """docs/detectors.md: pending means a stated status; a status word inside other prose is not one."""
+    assert not result_facts(result, False) & ResultFacts.PENDING
+
+
+@pytest.mark.parametrize(
+    ("text", "empty"),
+    [
+        ("<returncode>1</returncode><output></output>", True),
+        ("<output>\n</output>", True),
+        ("<br/>", True),
+        ("<article 0>", False),
+        ("<article 0> <article 1>", False),
+        ("<output>3 rows</output>", False),
+        ("<result><item>a</item></result>", False),
+    ],
+)
+def test_only_paired_and_self_closing_tags_are_markup(text: str, empty: bool) -> None:
+    assert bool(result_facts(text, False) & ResultFacts.EMPTY) is empty
 
 
 def test_errors() -> None:

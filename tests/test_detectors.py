@@ -56,10 +56,14 @@ def error_step(g: Guard, c: FakeClock, i: int) -> Verdict:
 
 
 def cycle_step(g: Guard, c: FakeClock, i: int) -> Verdict:
-    c.advance(2.0)  # ping-pong between two reads that return the same each time
-    if i % 2 == 0:
+    c.advance(2.0)  # a cycle of four reads that return the same each time (longer than a short cycle)
+    if i % 4 == 0:
         return run(g, "read_file", {"path": "app.py"}, "def app(): pass")
-    return run(g, "grep", {"pattern": "app"}, "app.py:1: def app(): pass")
+    if i % 4 == 1:
+        return run(g, "grep", {"pattern": "app"}, "app.py:1: def app(): pass")
+    if i % 4 == 2:
+        return run(g, "read_file", {"path": "test_app.py"}, "def test_app(): assert app()")
+    return run(g, "list_dir", {"path": "."}, "app.py test_app.py")
 
 
 def drift_step(g: Guard, c: FakeClock, i: int) -> Verdict:
@@ -68,8 +72,8 @@ def drift_step(g: Guard, c: FakeClock, i: int) -> Verdict:
 
 
 def rate_step(g: Guard, c: FakeClock, i: int) -> Verdict:
-    c.advance(0.01)  # 100 distinct calls a second, each with a new result
-    return run(g, "fetch_item", {"n": i}, f"item {i}")
+    c.advance(0.01)  # 100 distinct calls a second, each failing (a different error each time)
+    return run(g, "fetch_item", {"n": i}, f"HTTP 503 from shard {i}", is_error=True)
 
 
 def no_progress_step(g: Guard, c: FakeClock, i: int) -> Verdict:
@@ -99,7 +103,7 @@ class Shape:
 SHAPES = [
     Shape("repeat", Repeat, repeat_step, lambda n: n - 1, 5, "search_docs"),
     Shape("error_repeat", ErrorRepeat, error_step, lambda n: n, 2, "run_tests"),
-    Shape("cycle", Cycle, cycle_step, lambda n: n + 1, 3, "read_file"),
+    Shape("cycle", Cycle, cycle_step, lambda n: n + 3, 3, "read_file"),
     Shape("drift", Drift, drift_step, lambda n: n, 2, "search_docs"),
     Shape("rate", Rate, rate_step, lambda n: n - 1, 6, "fetch_item"),
     Shape("no_progress", NoProgress, no_progress_step, lambda n: n - 1, 5, None),
@@ -149,6 +153,7 @@ def test_default_detector_order_is_the_documented_priority() -> None:
         "repeat",
         "error_repeat",
         "cycle",
+        "edit_loop",
         "drift",
         "rate",
         "no_progress",
@@ -227,7 +232,7 @@ def test_detector_disabled_for_one_tool(shape: Shape) -> None:
     fire = shape.fire_at(default_threshold(shape))
     verdicts = drive(guard, shape, fire + 1, clock)
     if shape.name == "cycle":
-        # the ping-pong's other half (grep) is still watched: only read_file calls pass
+        # the cycle's other calls are still watched: only read_file calls pass
         assert all(v.action == "allow" for i, v in enumerate(verdicts) if i % 2 == 0)
     else:
         assert set(actions(verdicts)) == {"allow"}
@@ -393,10 +398,28 @@ def test_cycle_of_three_and_its_period() -> None:
     guard = Guard(clock=None)
     calls = [("read_file", {"path": "a"}, "A"), ("read_file", {"path": "b"}, "B"), ("grep", {"p": "c"}, "C")]
     verdicts = [run(guard, *calls[i % 3]) for i in range(12)]
-    n = Cycle().threshold
-    fire = 3 + n - 1  # three novel calls, then n-1 stale ones
+    fire = 6  # a short cycle: three novel calls, a stale second pass, and the third pass starts
     assert_boundary(verdicts, fire, "cycle")
     assert verdicts[fire].signals[0].details["period"] == 3
+
+
+@pytest.mark.parametrize("period", [2, 3])
+def test_a_short_cycle_is_caught_at_the_start_of_its_third_pass(period: int) -> None:
+    guard = Guard(clock=None)
+    calls = [("read_file", {"path": f"f{i}"}, f"content {i}") for i in range(period)]
+    verdicts = [run(guard, *calls[i % period]) for i in range(3 * period)]
+    assert_boundary(verdicts, 2 * period, "cycle")
+    assert verdicts[2 * period].signals[0].details["period"] == period
+    assert verdicts[2 * period].signals[0].evidence == (*range(period + 1, 2 * period + 1), 2 * period + 1)
+
+
+def test_a_short_cycle_needs_its_whole_second_pass_stale() -> None:
+    guard = Guard(clock=None)
+    verdicts = [run(guard, "read_file", {"path": "a"}, "A"), run(guard, "read_file", {"path": "b"}, "B")]
+    verdicts.append(run(guard, "read_file", {"path": "a"}, "A"))
+    verdicts.append(run(guard, "read_file", {"path": "b"}, "B, changed"))  # the second pass brought news
+    verdicts += [run(guard, "read_file", {"path": "a"}, "A"), run(guard, "read_file", {"path": "b"}, "B, changed")]
+    assert set(actions(verdicts)) == {"allow"}
 
 
 def test_cycle_ignores_repetition_with_new_results() -> None:
@@ -476,18 +499,53 @@ def test_rate_max_per_second_and_statistics() -> None:
     guard = Guard(clock=clock, detectors=[Rate(threshold=10, max_per_second=2.0)])
     verdicts = []
     for i in range(10):
-        clock.advance(0.4)  # 2.5 a second: over the limit of 2
-        verdicts.append(run(guard, "fetch_item", {"n": i}, f"item {i}"))
+        clock.advance(0.4)  # 2.5 a second: over the limit of 2, and each call fails
+        verdicts.append(run(guard, "fetch_item", {"n": i}, f"HTTP 503 from shard {i}", is_error=True))
     assert_boundary(verdicts, 9, "rate")
     details = verdicts[9].signals[0].details
     assert details["calls"] == 10
     assert details["interval_median_s"] == pytest.approx(0.4)
     assert details["rate_per_s"] == pytest.approx(2.5)
+    assert details["fruitless"] == 9
     clock2 = FakeClock()
     guard2 = Guard(clock=clock2, detectors=[Rate(threshold=10, max_per_second=2.0)])
     for i in range(30):
         clock2.advance(0.6)  # under the limit
         assert run(guard2, "fetch_item", {"n": i}, f"item {i}").action == "allow"
+
+
+def test_rate_is_evidence_fast_calls_that_bring_something_new_only_warn() -> None:
+    clock = FakeClock()
+    guard = Guard(clock=clock)
+    verdicts = []
+    for i in range(60):  # a program paging through results at machine speed
+        clock.advance(0.01)
+        verdicts.append(run(guard, "list_orders", {"page": i}, {"orders": [f"o{i}a", f"o{i}b"], "page": i}))
+    assert {v.action for v in verdicts} == {"allow", "warn"}
+    warned = [v for v in verdicts if v.action == "warn"]
+    assert warned[0].call_index == 30
+    assert warned[0].kind == "rate"
+    assert warned[0].signals[0].warn_only
+    assert warned[0].signals[0].details["fruitless"] == 0
+    assert "each bringing something new" in warned[0].signals[0].message
+
+
+@pytest.mark.parametrize(("share", "action"), [(0.4, "advise"), (0.5, "warn")])
+def test_rate_intervenes_when_at_least_the_share_of_fast_calls_brought_nothing(share: float, action: str) -> None:
+    clock = FakeClock()
+    guard = Guard(clock=clock, detectors=[Rate(fruitless_share=share)])
+    verdicts = []
+    for i in range(29):  # every other call fails
+        clock.advance(0.01)
+        if i % 2:
+            verdicts.append(run(guard, "fetch", {"n": i}, f"HTTP 503 from shard {i}", is_error=True))
+        else:
+            verdicts.append(run(guard, "fetch", {"n": i}, f"item {i}"))
+    clock.advance(0.01)
+    last = guard.check("fetch", {"n": 29})
+    fruitless = last.signals[0].details["fruitless"]
+    assert fruitless == 14  # of the 29 recorded calls in the window: 48%
+    assert last.action == action
 
 
 def test_rate_catches_a_machine_speed_loop_of_successful_writes() -> None:

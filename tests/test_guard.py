@@ -78,22 +78,123 @@ def test_cooldown_after_clean_calls_brings_the_next_loop_back_to_advice() -> Non
     assert loop(guard, "search_b") == ["allow", "allow", "advise"]
 
 
-def test_without_cooldown_the_next_loop_is_blocked() -> None:
+def test_another_loop_after_new_work_starts_again_at_advice() -> None:
+    """docs/escalation.md: new work between two signals stops the climb; a signal about another loop
+    starts at the first rung."""
+    guard = Guard(clock=None)
+    assert loop(guard, "search_a") == ["allow", "allow", "advise"]
+    fresh(guard, 1)
+    assert loop(guard, "search_b") == ["allow", "allow", "advise"]
+
+
+def test_the_same_loop_after_new_work_climbs() -> None:
+    """The model goes back to the very call it was told is a loop: the loop goes on, whatever came in
+    between (unless `cooldown` calls brought something new)."""
     guard = Guard(clock=None)
     assert loop(guard, "search_a") == ["allow", "allow", "advise"]
     fresh(guard, Escalation().cooldown - 1)
+    assert run(guard, "search_a", {"query": "refund policy"}, "0 results").action == "allow"
+    assert run(guard, "search_a", {"query": "refund policy"}, "0 results").action == "allow"
+    assert run(guard, "search_a", {"query": "refund policy"}, "0 results").action == "block"
+
+
+def test_a_loop_that_goes_on_without_new_work_climbs() -> None:
+    guard = Guard(clock=None)
+    assert loop(guard, "search_a") == ["allow", "allow", "advise"]
+    # nothing new in between (an empty search, a stale re-read), then another loop: still the same stall
+    assert run(guard, "search_c", {"query": "other"}, "0 results").action == "allow"
     assert loop(guard, "search_b") == ["allow", "allow", "block"]
 
 
-def test_cooldown_needs_clean_calls_in_a_row() -> None:
-    """docs/escalation.md: a loop ends after `cooldown` clean calls *in a row*; an empty result in between
-    is not clean, so it interrupts the count."""
+def test_cooldown_counts_new_work_since_the_intervention() -> None:
     guard = Guard(clock=None)
     assert loop(guard, "search_a") == ["allow", "allow", "advise"]
     fresh(guard, 1, "read_x")
-    assert run(guard, "search_c", {"query": "other"}, "0 results").action == "allow"  # not clean
+    assert run(guard, "search_c", {"query": "other"}, "0 results").action == "allow"  # not new work
     fresh(guard, Escalation().cooldown - 1, "read_y")
-    assert loop(guard, "search_b") == ["allow", "allow", "block"]
+    assert guard.state.level == 0  # the loop is over
+    assert loop(guard, "search_a") == ["allow", "allow", "advise"]
+
+
+def test_the_worked_example_of_docs_escalation() -> None:
+    """docs/escalation.md, "A worked example": the table, turn by turn (end_turn after each turn)."""
+    guard = Guard(clock=None)
+    search = ("search_docs", {"q": "refund policy"}, "0 results")
+    web = ("search_web", {"q": "refund"}, "0 results")
+
+    def turn(*calls: tuple[str, Any, Any]) -> list[str]:
+        out = [run(guard, *c).action for c in calls]
+        guard.end_turn()
+        return out
+
+    assert turn(search) == ["allow"]
+    assert turn(search) == ["allow"]
+    assert turn(search, search, search) == ["advise"] * 3  # one model turn: one step of the ladder
+    assert turn(("read_file", {"path": "faq.md"}, "Refunds: see refunds.md")) == ["allow"]
+    assert turn(search) == ["allow"]
+    assert turn(search) == ["allow"]
+    assert turn(search) == ["block"]  # the same loop went on, despite the new read
+    assert (
+        turn(("get_order", {"id": "A1"}, {"id": "A1"}), ("get_customer", {"id": "C9"}, {"id": "C9"})) == ["allow"] * 2
+    )
+    assert turn(("read_file", {"path": "refunds.md"}, "30 days, with a receipt")) == ["allow"]
+    assert guard.state.level == 0  # cooldown: three calls brought something new
+    assert [turn(web) for _ in range(3)] == [["allow"], ["allow"], ["advise"]]  # a new loop: the first rung
+    assert turn(web) == ["block"]
+    assert turn(web) == ["halt"]
+    assert guard.halted is not None
+    assert guard.halted.reason == "loop_repeat"
+    assert guard.halted.summary == 'tried: search_web {"q":"refund"} (nothing found); all returned nothing'
+
+
+def test_parallel_identical_calls_without_end_turn_share_a_step_by_time() -> None:
+    clock = FakeClock()
+    guard = Guard(clock=clock)
+    for _ in range(2):
+        clock.advance(3.0)
+        run(guard, "search_docs", {"q": "x"}, "0 results")
+    clock.advance(3.0)
+    batch = []
+    for _ in range(3):  # three identical calls of one model response, checked 5 ms apart
+        batch.append(guard.check("search_docs", {"q": "x"}).action)
+        clock.advance(0.005)
+    assert batch == ["advise"] * 3
+    clock.advance(3.0)  # the model reads the advice and answers
+    assert guard.check("search_docs", {"q": "x"}).action == "block"
+    clock.advance(3.0)
+    assert guard.check("search_docs", {"q": "x"}).action == "halt"
+
+
+def test_a_step_holds_a_bounded_number_of_checks() -> None:
+    """A code loop that never ends a turn and ignores advice still reaches the halt."""
+    clock = FakeClock()
+    guard = Guard(clock=clock)
+    actions = []
+    for _ in range(60):
+        clock.advance(0.001)
+        actions.append(run(guard, "search_docs", {"q": "x"}, "0 results").action)
+    assert actions[:2] == ["allow", "allow"]
+    assert "halt" in actions
+    assert actions.index("block") > actions.index("advise")
+
+
+def test_user_message_starts_the_ladder_over_and_breaks_runs_of_identical_calls() -> None:
+    guard = Guard(clock=None)
+    lookup = ("get_order", {"order_id": "A1"}, {"id": "A1", "status": "shipped"})
+    actions = []
+    for text in ("Where is my order A1?", "Are you sure? Check again.", "Please check once more."):
+        guard.user_message(text)
+        actions.append(run(guard, *lookup).action)  # the customer asked again: answering is not a loop
+        guard.end_turn(text="Your order A1 has shipped.")
+    assert actions == ["allow"] * 3
+    alone = []
+    for _ in range(3):  # on its own, after the last answer: the 3rd identical call since the user spoke loops
+        alone.append(run(guard, *lookup).action)
+        guard.end_turn()
+    assert alone == ["allow", "advise", "block"]
+    guard.user_message("Thanks, and order B2?")
+    assert guard.state.level == 0
+    assert run(guard, *lookup).action == "allow"
 
 
 def test_custom_ladder_and_warn_only_escalation() -> None:

@@ -6,12 +6,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from looptrap.core.engine import BATCH_GAP
+
 DATA = Path(__file__).parent / "data" / "hooks"
+
+
+def think() -> None:
+    """The model reading a refusal and answering: without end_turn, refusals closer together than
+    BATCH_GAP are the parallel calls of one model turn."""
+    time.sleep(BATCH_GAP + 0.1)
 
 
 def payload(cli: str, name: str, **changes: Any) -> dict[str, Any]:
@@ -51,6 +60,8 @@ def test_claude_code_loop_gets_advice_then_a_block_then_a_stop(store: str) -> No
         answers.append(out)
         if out is None:  # the CLI ran the tool: its PostToolUse follows
             assert hook("post_grep_empty") == (0, None)
+        else:
+            think()
     assert answers[:2] == [None, None]  # allowed silently: the user's own permission rules apply
     advice = answers[2]
     assert advice == {
@@ -121,6 +132,40 @@ def test_a_new_user_prompt_starts_a_new_task(store: str) -> None:
         assert hook("post_grep_empty") == (0, None)
 
 
+@pytest.mark.parametrize(
+    ("cli", "event"),
+    [("claude-code", "UserPromptSubmit"), ("codex", "UserPromptSubmit"), ("gemini-cli", "BeforeAgent")],
+)
+def test_a_prompt_is_a_new_task_and_the_users_input(store: str, cli: str, event: str) -> None:
+    from looptrap.stores import open_store
+
+    hook = Hook(cli, store)
+    session = payload(cli, "pre_grep")["session_id"]
+    prompt = {
+        "session_id": session,
+        "transcript_path": f"/home/user/.{cli}/sessions/{session}.jsonl",
+        "cwd": "/home/user/project",
+        "hook_event_name": event,
+        "prompt": "the footer parser drops the last line, fix it",
+    }
+    for _ in range(2):
+        hook("pre_grep")
+        hook("post_grep_empty")
+    proc = hook.raw(json.dumps(prompt).encode())
+    assert proc.returncode == 0
+    assert proc.stdout.strip() in (b"", b"{}")  # the prompt goes on as the user wrote it
+    backend = open_store(store)
+    try:
+        snap = backend.load(session)
+    finally:
+        backend.close()
+    assert snap is not None
+    state = snap.state
+    assert state.task == 1  # a new task: what came before is not repeated by what comes next
+    assert state.heard == state.calls > 0  # and the user spoke after the calls so far
+    assert not state.history
+
+
 def test_sessions_are_kept_apart(store: str) -> None:
     hook = Hook("claude-code", store)
     for i in range(4):
@@ -171,6 +216,8 @@ def test_gemini_cli_answers_in_its_own_format(store: str) -> None:
         answers.append(out)
         if out == {}:
             assert hook("post_grep_empty") == (0, {})
+        else:
+            think()
     assert answers[:2] == [{}, {}]  # Gemini parses stdout as JSON: an allow is {}
     assert answers[2] is not None
     assert set(answers[2]) == {"decision", "reason"}
@@ -204,6 +251,8 @@ def test_codex_denies_in_pre_and_stops_only_from_post(store: str) -> None:
         answers.append(out)
         if out is None:
             assert hook("post_grep_empty") == (0, None)
+        else:
+            think()
     assert answers[:2] == [None, None]
     for out in answers[2:]:
         assert out is not None

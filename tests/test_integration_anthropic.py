@@ -23,7 +23,7 @@ from anthropic import beta_async_tool, beta_tool  # noqa: E402
 from anthropic.types import ToolResultBlockParam  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 
-from looptrap import Guard, GuardPool, LoopHalted  # noqa: E402
+from looptrap import Budgets, Guard, GuardPool, LoopHalted  # noqa: E402
 from looptrap.integrations.anthropic import GuardedTools, report_blocked_tool_param, tool_runner  # noqa: E402
 
 
@@ -200,6 +200,67 @@ def test_messages_loop_async_like_sync() -> None:
     assert halted.value.reason == "loop_repeat"
     assert api.requests == sync_api.requests
     assert tools.ran == {"search_docs": 2}
+
+
+def test_each_reply_ends_its_turn_with_its_usage() -> None:
+    api, tools = FakeAnthropic(healthy), Tools()
+    guard = Guard(clock=None, budgets=Budgets(max_tokens=40))
+    with pytest.raises(LoopHalted) as halted:
+        messages_loop(api.client(), tools, GuardedTools(tools.functions(), guard=guard))
+    assert halted.value.reason == "budget_tokens"  # 15 tokens a reply: over 40 once the third reply's call ran
+    assert tools.ran == {"edit_file": 2, "run_tests": 1}
+    assert (guard.state.turn, guard.state.tokens) == (3, 45)
+
+
+def test_the_calls_of_one_reply_share_one_step() -> None:
+    tools = Tools()
+    guarded = GuardedTools(tools.functions(), guard=Guard(clock=None))
+
+    def reply(n: int, start: int) -> dict[str, Any]:
+        uses = [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": "search_docs", "input": {"query": "refund policy"}}
+            for i in range(start, start + n)
+        ]
+        return {"role": "assistant", "content": [{"type": "text", "text": "Searching."}, *uses]}
+
+    assert [guarded.tool_results(reply(1, i))[0]["content"] for i in (1, 2)] == ["0 results", "0 results"]
+    assert [(b["content"], b["is_error"]) for b in guarded.tool_results(reply(3, 3))] == [(ADVICE, True)] * 3
+    assert guarded.tool_results(reply(1, 6))[0]["content"] == BLOCK
+    with pytest.raises(LoopHalted):
+        guarded.tool_results(reply(1, 7))
+    assert tools.ran == {"search_docs": 2}
+
+
+class Listening(Guard):
+    """A guard that keeps what the user said, as the integration passes it on."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=None)
+        self.heard: list[str | None] = []
+
+    def user_message(self, text: str | None = None) -> None:
+        self.heard.append(text)
+        super().user_message(text)
+
+
+def test_tool_runner_hears_the_user() -> None:
+    api, tools = FakeAnthropic(adapting), Tools()
+    guard = Listening()
+    runner = tool_runner(
+        api.client(),
+        guard=guard,
+        model="claude-test",
+        max_tokens=1024,
+        messages=[{"role": "user", "content": QUESTION}],
+        tools=tools.beta_tools(),
+    )
+    runner.append_messages(
+        {"role": "assistant", "content": "Which region?"},
+        {"role": "user", "content": [{"type": "text", "text": "The EU, please."}]},
+    )
+    assert runner.until_done().content[0].text == "Refunds are accepted within 30 days."
+    assert guard.heard == [QUESTION, "The EU, please."]  # what the user wrote; not the tool results
+    assert guard.state.turn == 5  # every reply ended its turn, the answer too
 
 
 def test_report_blocked_errors_and_sessions() -> None:

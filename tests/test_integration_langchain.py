@@ -18,8 +18,9 @@ need("langchain (pip install 'looptrap[langchain]')", importlib.util.find_spec("
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
 from pydantic import Field  # noqa: E402
@@ -271,6 +272,77 @@ def test_identical_parallel_calls_in_one_message(mode: str) -> None:
     assert sum(s == "success" for s, _ in results) == ran["search_docs"]
     assert any(s == "error" for s, _ in results)  # four more identical empty searches are a loop
     assert mw.guard_for("t1").state.calls == 8
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_identical_parallel_calls_of_one_message_share_one_step(mode: str) -> None:
+    """Three identical calls in one AIMessage, after two single ones: all three get the advice (one model turn is
+    one step of the ladder); the block comes at the next turn, the halt at the one after."""
+    three = calls(*(("search_docs", dict(REFUND)) for _ in range(3)))
+    m = model(search(), search(), three, search(), search(), AIMessage("never reached"))
+    mw = LooptrapMiddleware(pool(), on_halt="end")
+    out = run(agent(m, mw), mode)
+    answers = {t.tool_call_id: t for t in out["messages"] if isinstance(t, ToolMessage)}
+    advised = [answers[c["id"]] for c in three.tool_calls]
+    assert [(t.status, str(t.content).startswith(ADVICE)) for t in advised] == [("error", True)] * 3
+    assert len({str(t.content) for t in advised}) == 1  # the same advice, not advice then a block
+    results = tool_results(out["messages"])
+    assert [s for s, _ in results] == ["success", "success", "error", "error", "error", "error", "error"]
+    assert results[5][1].startswith(BLOCKED)
+    assert results[6][1].startswith("Halted (loop_repeat)")
+    assert ran["search_docs"] == 2
+    assert len(m.seen) == 5  # the model was not called after the halt
+    assert out["messages"][-1].response_metadata["looptrap"]["reason"] == "loop_repeat"
+
+
+class Listening(Guard):
+    """A guard that keeps what the user said, as the middleware passes it on."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=None)
+        self.heard: list[str | None] = []
+
+    def user_message(self, text: str | None = None) -> None:
+        self.heard.append(text)
+        super().user_message(text)
+
+
+def test_a_conversation_on_a_thread_hears_each_human_message_once() -> None:
+    guard = Listening()
+    mw = LooptrapMiddleware(guard)
+    questions = ["Hi!", "What is the refund policy?", "And for exchanges?", "Thanks, bye."]
+    replies = [AIMessage(f"Answer {i}.") for i in range(len(questions))]
+    graph = create_agent(model(*replies), TOOLS, middleware=[mw], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "chat"}}
+    for i, question in enumerate(questions):
+        out = graph.invoke({"messages": [("user", question)]}, config)
+        assert out["messages"][-1].content == f"Answer {i}."  # text-only replies: never an intervention
+        assert "looptrap" not in out["messages"][-1].response_metadata
+    assert len(out["messages"]) == 8  # the whole conversation is in the thread
+    assert guard.heard == questions  # each once, though the thread's history holds every earlier one
+    assert guard.state.turn == 4
+    assert guard.halted is None
+
+
+def test_a_human_message_added_during_the_run_is_heard_once() -> None:
+    """The run stops before each model call (an interrupt); the user adds a message, the run resumes. The search the
+    model makes again after it answers the user: it is not a repeat of the searches before."""
+    guard = Listening()
+    mw = LooptrapMiddleware(guard)
+    m = model(search(), search(), search(), AIMessage("Still nothing on refunds."))
+    graph = create_agent(m, TOOLS, middleware=[mw], checkpointer=InMemorySaver(), interrupt_before=["model"])
+    config: Any = {"configurable": {"thread_id": "paused"}}
+    graph.invoke({"messages": [("user", "What is the refund policy?")]}, config)
+    for _ in range(2):
+        graph.invoke(None, config)  # a model turn: one search
+    graph.update_state(config, {"messages": [HumanMessage("I just published it, search again.")]})
+    while graph.get_state(config).next:
+        graph.invoke(None, config)
+    out = graph.get_state(config).values
+    assert out["messages"][-1].content == "Still nothing on refunds."
+    assert [s for s, _ in tool_results(out["messages"])] == ["success"] * 3  # the third search was not advised
+    assert ran["search_docs"] == 3
+    assert guard.heard == ["What is the refund policy?", "I just published it, search again."]
 
 
 # -- the honest way out and budgets ----------------------------------------------------------------

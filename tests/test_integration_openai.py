@@ -25,7 +25,7 @@ from openai.types.responses import ResponseCustomToolCallOutputParam  # noqa: E4
 from openai.types.responses.response_input_item_param import FunctionCallOutput  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 
-from looptrap import Guard, GuardPool, LoopHalted  # noqa: E402
+from looptrap import Budgets, Guard, GuardPool, LoopHalted  # noqa: E402
 from looptrap.integrations.openai import (  # noqa: E402
     AsyncGuardedResponsesToolRunner,
     GuardedResponsesToolRunner,
@@ -70,7 +70,15 @@ def _completion(n: int, step: Call | str) -> dict[str, Any]:
         call = {"id": f"call_{n}", "type": "function", "function": {"name": step[0], "arguments": json.dumps(step[1])}}
         message["tool_calls"] = [call]
     choice = {"index": 0, "message": message, "finish_reason": "stop" if isinstance(step, str) else "tool_calls"}
-    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 1, "model": "gpt-test", "choices": [choice]}
+    usage = {"prompt_tokens": 40, "completion_tokens": 20, "total_tokens": 60}
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [choice],
+        "usage": usage,
+    }
 
 
 def _response(n: int, step: Call | str) -> dict[str, Any]:
@@ -91,6 +99,13 @@ def _response(n: int, step: Call | str) -> dict[str, Any]:
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
+        "usage": {
+            "input_tokens": 40,
+            "output_tokens": 20,
+            "total_tokens": 60,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
     }
 
 
@@ -256,6 +271,61 @@ def test_responses_loop_changes_course_and_async_like_sync() -> None:
     assert tools.ran == async_tools.ran == {"search_docs": 3}
 
 
+def search_calls(n: int, start: int = 1) -> list[dict[str, Any]]:
+    """``n`` identical refund searches, as one assistant message's ``tool_calls``."""
+    fn = {"name": "search_docs", "arguments": json.dumps({"query": "refund policy"})}
+    return [{"id": f"call_{i}", "type": "function", "function": fn} for i in range(start, start + n)]
+
+
+def test_the_calls_of_one_reply_share_one_step() -> None:
+    tools = Tools()
+    guarded = GuardedTools(tools.functions(), guard=Guard(clock=None))
+    first = [guarded.tool_messages(search_calls(1, start))[0]["content"] for start in (1, 2)]
+    assert first == ["0 results", "0 results"]
+    three = guarded.tool_messages(search_calls(3, 3))  # one reply, three identical calls: one turn
+    assert [m["content"] for m in three] == [ADVICE] * 3
+    assert guarded.tool_messages(search_calls(1, 6))[0]["content"] == BLOCK  # the next reply
+    with pytest.raises(LoopHalted) as halted:
+        guarded.tool_messages(search_calls(1, 7))
+    assert halted.value.reason == "loop_repeat"
+    assert tools.ran == {"search_docs": 2}
+    assert guarded.guard().state.turn == 4  # each call of tool_messages ended its turn (not the halted one)
+
+
+def test_each_reply_ends_its_turn_with_its_usage_and_words() -> None:
+    api, tools = FakeOpenAI(healthy), Tools()
+    guard = Guard(clock=None, budgets=Budgets(max_tokens=150))
+    guarded = GuardedTools(tools.functions(), guard=guard)
+
+    def loop() -> None:  # the whole completion goes to tool_messages: its usage with its calls
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        for _ in range(10):
+            completion = api.client().chat.completions.create(model="gpt-test", messages=messages)
+            messages += [completion.choices[0].message.to_dict(), *guarded.tool_messages(completion)]
+
+    with pytest.raises(LoopHalted) as halted:
+        loop()
+    assert halted.value.reason == "budget_tokens"  # 3 replies of 60 tokens: over 150 once the third's calls ran
+    assert tools.ran == {"edit_file": 2, "run_tests": 1}
+    assert (guard.state.turn, guard.state.tokens) == (3, 180)
+
+    api, guard = FakeOpenAI(adapting), Guard(clock=None)
+    answer = responses_loop(api.client(), GuardedTools(Tools().functions(), guard=guard))
+    assert answer == "Refunds are accepted within 30 days."
+    assert (guard.state.turn, guard.state.tokens) == (5, 300)  # the answer, passed in too, is a turn
+
+
+def test_what_the_user_says_starts_the_ladder_over() -> None:
+    tools = Tools()
+    guarded = GuardedTools(tools.functions(), guard=Guard(clock=None))
+    for start in (1, 2):
+        guarded.tool_messages(search_calls(1, start))
+    guarded.user_message("I just published the policy, please search again.")
+    again = [guarded.tool_messages(search_calls(1, start))[0]["content"] for start in (3, 4, 5)]
+    assert again == ["0 results", "0 results", ADVICE]  # the searches before the user spoke are not repeated
+    assert tools.ran == {"search_docs": 4}
+
+
 def test_report_blocked_halts_with_the_models_report() -> None:
     api, tools = FakeOpenAI(reporting), Tools()
     guard = Guard(clock=None)
@@ -408,6 +478,40 @@ def test_async_responses_tool_runner_halts_like_sync() -> None:
     assert halted.value.reason == "loop_repeat"
     assert tools.ran == {"search_docs": 2}
     assert [r["input"][-1]["output"] for r in api.requests[1:]] == ["0 results", "0 results", ADVICE, BLOCK]
+
+
+class Listening(Guard):
+    """A guard that keeps what the user said, as the integration passes it on."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=None)
+        self.heard: list[str | None] = []
+
+    def user_message(self, text: str | None = None) -> None:
+        self.heard.append(text)
+        super().user_message(text)
+
+
+def test_responses_tool_runner_hears_the_user() -> None:
+    api, tools = FakeOpenAI(stubborn), Tools()
+    fn = RegisteredFunction(tool=SEARCH_TOOL, execute=lambda args: tools.search_docs(str(args["query"])))
+    guard = Listening()
+    runner = GuardedResponsesToolRunner(functions=[fn], guard=guard)
+
+    def loop() -> None:
+        for turn in runner.iterate(api.client(), {"model": "gpt-test", "input": QUESTION}):
+            if turn.step == 2:  # the user adds a message after this turn's call
+                turn.append_user_text("I just published the policy, search again.")
+
+    with pytest.raises(LoopHalted) as halted:
+        loop()
+    assert halted.value.reason == "loop_repeat"
+    assert guard.heard == [QUESTION, "I just published the policy, search again."]
+    outputs = [r["input"][-1].get("output", r["input"][-1].get("content")) for r in api.requests[1:]]
+    said = "I just published the policy, search again."
+    assert outputs == ["0 results", said, "0 results", "0 results", ADVICE, BLOCK]
+    assert tools.ran == {"search_docs": 4}  # the two searches after the user spoke ran: they answer the user
+    assert guard.state.turn == 6  # a turn ended for each response whose calls ran
 
 
 def test_responses_tool_runner_report_blocked() -> None:

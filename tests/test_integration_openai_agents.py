@@ -21,6 +21,7 @@ from agents import (  # noqa: E402
     RunConfig,
     Runner,
     ToolInputGuardrailTripwireTriggered,
+    Usage,
     function_tool,
 )
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
@@ -117,6 +118,77 @@ def test_repeated_failing_call_is_advised_blocked_then_halted(asynchronous: bool
     assert expected[2].startswith(ADVICE)
     assert expected[3].startswith(BLOCKED)
     assert verdict.message == expected[4]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["run_sync", "run"])
+def test_identical_parallel_calls_of_one_response_share_one_step(asynchronous: bool) -> None:
+    """One model response with three identical calls, after two single ones: all three get the advice; the block
+    comes with the next response, the halt with the one after."""
+    three = [function_call("search_docs", REFUND, call_id=f"p{i}") for i in range(3)]
+    model = ScriptedModel([*calls("search_docs", REFUND, 2), three, *calls("search_docs", REFUND, 2, start=4)])
+    agent = guard_agent(Agent(name="support", model=model, tools=[search_docs]), Guard(clock=None))
+
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as caught:
+        run(agent, asynchronous)
+
+    advised = tool_outputs(model, 3)
+    assert [advised[f"p{i}"] for i in range(3)] == [bare_guard_messages(3)[2]] * 3  # the same advice, three times
+    assert advised["p0"].startswith(ADVICE)
+    assert tool_outputs(model, 4)["c4"].startswith(BLOCKED)
+    verdict = caught.value.output.output_info
+    assert (verdict.action, verdict.reason) == ("halt", "loop_repeat")
+    assert len(model.calls) == 5
+    assert ran["search_docs"] == 2
+
+
+class Listening(Guard):
+    """A guard that keeps what the user said, as the integration passes it on."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(clock=None, **options)
+        self.heard: list[str | None] = []
+
+    def user_message(self, text: str | None = None) -> None:
+        self.heard.append(text)
+        super().user_message(text)
+
+
+def test_the_input_of_each_run_is_the_users_input() -> None:
+    guard = Listening()
+    agent = guard_agent(Agent(name="support", tools=[search_docs]), guard)
+    first = Runner.run_sync(
+        agent.clone(model=ScriptedModel([[assistant_message("Within 30 days.")]])),
+        "What is the refund policy?",
+        run_config=NO_TRACES,
+    )
+    follow_up = [{"role": "user", "content": [{"type": "input_text", "text": "And for exchanges?"}]}]
+    Runner.run_sync(
+        agent.clone(model=ScriptedModel([[assistant_message("Also 30 days.")]])),
+        [*first.to_input_list(), *follow_up],  # the conversation so far, and what the user says now
+        run_config=NO_TRACES,
+    )
+    assert guard.heard == ["What is the refund policy?", "And for exchanges?"]
+    assert guard.state.task == 2  # each run is a new task too
+
+
+def test_each_model_request_ends_a_turn_with_the_tokens_it_used() -> None:
+    used = Usage(requests=1, input_tokens=40, output_tokens=20, total_tokens=60)
+    steps = [[function_call("search_docs", {"query": q}, call_id=q)] for q in ("a", "b", "c")]
+    guard = Guard(clock=None)
+    model = ScriptedModel([*steps, [assistant_message("done")]], default_usage=used)
+    result = run(guard_agent(Agent(name="support", model=model, tools=[search_docs]), guard), False)
+    assert result.final_output == "done"
+    assert result.context_wrapper.usage.total_tokens == 240
+    assert guard.state.turn == 3  # the requests that asked for calls: the last one answered
+    assert guard.state.tokens == 180  # what each of them used, not the run's running total
+
+    budget = Guard(clock=None, budgets=Budgets(max_tokens=150))
+    model = ScriptedModel([*steps, [assistant_message("never reached")]], default_usage=used)
+    ran.clear()
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as caught:
+        run(guard_agent(Agent(name="support", model=model, tools=[search_docs]), budget), True)
+    assert caught.value.output.output_info.reason == "budget_tokens"
+    assert ran["search_docs"] == 2  # the request that crossed the budget had its call stopped
 
 
 def test_model_that_changes_course_after_the_advice_finishes() -> None:

@@ -18,6 +18,7 @@ need("pydantic-ai (pip install 'looptrap[pydantic-ai]')", importlib.util.find_sp
 from pydantic_ai import Agent, ModelRetry, capture_run_messages  # noqa: E402
 from pydantic_ai.exceptions import UnexpectedModelBehavior  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
+    ImageUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -171,6 +172,64 @@ def test_loop_is_advised_then_blocked_then_halted(run: Run) -> None:
     assert responses[-1].tool_calls[0].args == REFUND
 
 
+def test_identical_parallel_calls_of_one_response_share_one_step(run: Run) -> None:
+    """One ModelResponse with three identical calls, after two single ones: all three get the advice; the block
+    comes with the next response, the halt with the one after."""
+    three = ModelResponse(parts=[ToolCallPart("search_docs", dict(REFUND)) for _ in range(3)])
+    script = Script(lambda turn, messages: three if turn == 2 else call("search_docs", **REFUND))
+    guard = Guard(clock=None)
+    with pytest.raises(LoopHalted) as halted:
+        run(make_agent(script, LoopGuard(guard)), "What is the refund policy?")
+
+    expected = expected_messages(3)[2]
+    assert script.results(3) == [("search_docs", expected, "failed")] * 3  # the same advice for each call
+    assert expected.startswith(ADVICE)
+    ((_, block, outcome),) = script.results(4)
+    assert (block.startswith(BLOCKED), outcome) == (True, "failed")
+    assert halted.value.reason == "loop_repeat"
+    assert len(script.seen) == 5
+    assert ran["search_docs"] == 2
+
+
+def test_each_response_ends_its_turn_before_its_calls_run(run: Run) -> None:
+    guard = Guard(clock=None)
+    turns: list[tuple[int, int]] = []
+
+    def where() -> str:
+        """Report where the guard is."""
+        turns.append((guard.state.turn, guard.state.tokens))
+        return "here"
+
+    script = Script(lambda turn, messages: call("where") if turn < 2 else answer("done"))
+    agent = Agent(FunctionModel(script), tools=[where], capabilities=[LoopGuard(guard)])
+    assert run(agent, "Where are you?").output == "done"
+    assert [t for t, _ in turns] == [1, 2]  # the first response's call runs in a declared turn, as every later one
+    assert 0 < turns[0][1] < turns[1][1]  # with the usage of the response that asked for it
+    assert guard.state.turn == 3  # the answer is a turn too
+
+
+class Listening(Guard):
+    """A guard that keeps what the user said, as the capability passes it on."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=None)
+        self.heard: list[str | None] = []
+
+    def user_message(self, text: str | None = None) -> None:
+        self.heard.append(text)
+        super().user_message(text)
+
+
+def test_the_prompt_of_each_run_is_the_users_input(run: Run) -> None:
+    guard = Listening()
+    agent = make_agent(Script(lambda turn, messages: answer("30 days.")), LoopGuard(guard))
+    first = run(agent, "What is the refund policy?")
+    run(agent, "And for exchanges?", message_history=first.all_messages())
+    run(agent, ["Is this receipt enough?", ImageUrl("https://example.com/receipt.png")])
+    assert guard.heard == ["What is the refund policy?", "And for exchanges?", "Is this receipt enough?"]
+    assert guard.state.task == 3
+
+
 def test_refusals_do_not_spend_tool_retries(run: Run) -> None:
     # Pydantic AI's own retry channel: with retries=0 the first ModelRetry ends the run.
     script = Script(lambda turn, messages: call("flaky"))
@@ -321,7 +380,7 @@ def test_turns_feed_budgets_and_turn_detectors(run: Run) -> None:
     with pytest.raises(LoopHalted) as halted:
         run(make_agent(script, LoopGuard(guard)), "go")
     assert halted.value.reason == "budget_turns"
-    assert ran["search_docs"] == 3
+    assert ran["search_docs"] == 2  # the third response reached the budget as it came: its call did not run
     assert guard.state.turn == 3
     assert guard.state.tokens > 0
 

@@ -274,6 +274,61 @@ def test_parallel_tool_calls_are_each_guarded() -> None:
     assert guard.state.calls == 2
 
 
+class Recording(Guard):
+    """A guard that keeps its verdicts on calls and what the user said, as the integration passes it on."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=None)
+        self.actions: list[str] = []
+        self.heard: list[str | None] = []
+
+    def check(self, tool: str, args: Any = None) -> Any:
+        verdict = super().check(tool, args)
+        self.actions.append(verdict.action)
+        return verdict
+
+    def user_message(self, text: str | None = None) -> None:
+        self.heard.append(text)
+        super().user_message(text)
+
+
+def test_identical_parallel_calls_of_one_step_share_one_rung() -> None:
+    """A step with three identical calls (run in smolagents' threads), after two single ones: all three are advised;
+    the block comes at the next step, the halt at the one after."""
+    fn = ChatMessageToolCallFunction(name="search_docs", arguments={"query": "refund policy"})
+    three = ChatMessage(
+        role=MessageRole.ASSISTANT,
+        content="",
+        tool_calls=[ChatMessageToolCall(fn, f"call_{i}", "function") for i in range(3)],
+    )
+    say = SCRIPTS["tool_calling"]
+    tools = Tools()
+    model = ScriptedModel([say["search"], say["search"], three, say["search"], say["search"], say["answer"]])
+    agent = tool_calling(tools, model)
+    guard = Recording()
+    guard_agent(agent, guard)
+
+    with pytest.raises(LoopHalted) as halted:
+        agent.run("What is the refund policy?")
+    assert halted.value.reason == "loop_repeat"
+    assert guard.actions == ["allow", "allow", "advise", "advise", "advise", "block", "halt"]
+    assert ADVICE in model.inputs[3]
+    assert BLOCKED not in model.inputs[3]
+    assert BLOCKED in model.inputs[4]
+    assert tools.ran == ["search_docs refund policy"] * 2
+
+
+def test_each_task_is_the_users_input() -> None:
+    say = SCRIPTS["tool_calling"]
+    agent = tool_calling(Tools(), ScriptedModel([say["search"], say["answer"]] * 2))
+    guard = Recording()
+    guard_agent(agent, guard)
+    agent.run("What is the refund policy?")
+    agent.run("And for exchanges?", reset=False)  # a follow-up in the same conversation
+    assert guard.heard == ["What is the refund policy?", "And for exchanges?"]
+    assert guard.state.task == 2
+
+
 def test_turn_advice_reaches_the_next_step() -> None:
     tools = Tools()
     idle = ChatMessage(role=MessageRole.ASSISTANT, content="I am thinking about it.")  # no tool call: a parse error

@@ -21,6 +21,8 @@ import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
+from looptrap.core.engine import BATCH_GAP  # noqa: E402
+
 UPSTREAM = [sys.executable, str(Path(__file__).parent / "mcp_upstream.py")]
 PROXY = [sys.executable, "-m", "looptrap.cli.main", "mcp-proxy"]
 
@@ -86,7 +88,11 @@ def test_a_looping_client_gets_advice_then_a_block_then_a_halt(tmp_path: Path, m
 
     async def loop() -> tuple[list[Any], str]:
         async with connect(proxied()) as s:
-            results = [await s.call_tool("search_docs", {"query": "refund policy"}) for _ in range(6)]
+            results = []
+            for _ in range(6):
+                results.append(await s.call_tool("search_docs", {"query": "refund policy"}))
+                if results[-1].is_error:  # the model reads the refusal: refusals closer than BATCH_GAP
+                    await anyio.sleep(BATCH_GAP + 0.1)  # are the parallel calls of one turn
             after = text(await s.call_tool("echo", {"text": "still there?"}))
         return results, after
 

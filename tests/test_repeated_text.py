@@ -61,16 +61,27 @@ def test_the_advice_quotes_the_sentence() -> None:
     )
 
 
-def test_across_turns_with_end_turn_text() -> None:
-    guard = Guard(clock=None)
+def test_across_turns_that_bring_nothing_new() -> None:
+    guard = Guard(clock=None, detectors=[RepeatedText()])
     actions = []
-    for i in range(10):  # each turn reads a different file, and says the same words
-        args = {"path": f"conf/part{i}.yaml"}
-        assert guard.check("read_file", args).allowed
-        guard.record("read_file", args, f"key{i}: value{i}")
+    for i in range(10):  # each turn fetches a status page that says nothing new, and says the same words
+        args = {"url": f"https://status.example.com/?try={i}"}
+        assert guard.check("fetch", args).allowed
+        guard.record("fetch", args, "All systems operational.")
         actions.append(guard.end_turn(text="Let me look at the configuration once more.").action)
     assert actions[:9] == ["allow"] * 9
     assert actions[9] == "advise"
+
+
+def test_the_same_preamble_during_productive_work_is_not_chanting() -> None:
+    guard = Guard(clock=None)
+    actions = []
+    for i in range(30):  # each turn reads the next part of a file: new content every time
+        args = {"path": "src/big.py", "offset": 100 * i}
+        assert guard.check("read_file", args).allowed
+        guard.record("read_file", args, f"{100 * i:>6}\tdef part_{i}(): ...")
+        actions.append(guard.end_turn(text="Let me look at the next part of the file.").action)
+    assert set(actions) == {"allow"}
 
 
 def test_repetition_with_other_sentences_in_a_steady_rhythm_fires() -> None:

@@ -18,7 +18,7 @@ from looptrap.analysis import iter_events, replay
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.jsonl"))
-KINDS = {"repeat", "error_repeat", "cycle", "drift", "rate", "no_progress", "no_action"}
+KINDS = {"repeat", "error_repeat", "cycle", "edit_loop", "drift", "rate", "no_progress", "no_action", "repeated_text"}
 
 
 def expectation(path: Path) -> dict[str, Any]:
@@ -50,6 +50,7 @@ def test_first_intervention(path: Path) -> None:
         return
     assert got is not None, f"expected {want}, the guard never intervened"
     assert {k: got[k] for k in ("kind", "action", "call_index")} == want, got["message"]
+    assert got["call_index"] <= expectation(path)["latest"]
 
 
 def test_corpus_size_and_labels() -> None:
@@ -71,6 +72,8 @@ def test_expectation_is_well_formed(path: Path) -> None:
         return
     assert isinstance(e["onset"], int)
     assert e["onset"] >= 1
+    assert isinstance(e["latest"], int)
+    assert e["latest"] >= e["onset"]
     if want is not None:  # a loop may be a documented blind spot (expected: no intervention)
         assert set(want) == {"kind", "action", "call_index"}
         assert want["kind"] in KINDS

@@ -10,8 +10,11 @@ The builder only adds call ids, timestamps, the ``tool_result`` events and ``tur
 event line of every file carries the label (unknown fields are ignored by the trace reader)::
 
     "expect": {"first_intervention": {"kind": K, "action": "advise", "call_index": N} | null,
-               "onset": M | null, "label": "loop" | "healthy", "description": "...",
+               "onset": M | null, "latest": L | null, "label": "loop" | "healthy", "description": "...",
                "known_issue": "..."}   # optional, see below
+
+``latest`` is the latest call at which a loop's first intervention is still acceptable (a loop caught later
+has cost too much); it defaults to the expected call.
 
 How the labels were made: from docs/detectors.md, docs/outcome-protocol.md and the escalation ladder (the
 first intervention of a run is always ``advise``), worked out by hand in the comment next to each expectation,
@@ -120,6 +123,11 @@ class Trace:
     def text(self, text: str) -> None:
         self._emit({"type": "text", "text": text})
 
+    def user(self, text: str) -> None:
+        """The user says something (a ``user_message`` event)."""
+        self.now += 6.0
+        self._emit({"type": "user_message", "text": text, "ts": round(self.now, 4)})
+
     def turn(self, state: Any = _UNSET, *, error: str | None = None, tokens: tuple[int, int] = (2400, 160)) -> None:
         self.now += 0.2
         cost = round(tokens[0] * 3e-6 + tokens[1] * 15e-6, 6)
@@ -140,9 +148,26 @@ class Trace:
         self.turn()
 
     # -- labels -------------------------------------------------------------------------------------
-    def loop(self, kind: str | None, at: int | None, onset: int, description: str, *, known_issue: str = "") -> Trace:
+    def loop(
+        self,
+        kind: str | None,
+        at: int | None,
+        onset: int,
+        description: str,
+        *,
+        latest: int | None = None,
+        known_issue: str = "",
+    ) -> Trace:
+        """A loop: its onset, the expected first intervention, and the latest acceptable call for it
+        (``latest``, by default the expected call itself)."""
         first = None if kind is None else {"kind": kind, "action": "advise", "call_index": at}
-        self.expect = {"first_intervention": first, "onset": onset, "label": "loop", "description": description}
+        self.expect = {
+            "first_intervention": first,
+            "onset": onset,
+            "latest": latest if latest is not None else at,
+            "label": "loop",
+            "description": description,
+        }
         if known_issue:
             self.expect["known_issue"] = known_issue
         return self
@@ -755,12 +780,12 @@ def error_pytest_rerun_without_edit() -> Trace:
     t.turn()
     t.call("bash", test, fail.replace("0.84s", "0.91s"), error=True)
     t.turn()
-    # The pytest command has now failed 3 times in this epoch (durations are scrubbed). Errors count per
-    # program of a shell tool, so the re-cat (call 9) is not intercepted; the identical test call after it
-    # is (ErrorRepeat, 3 failures). Cycle would fire on it too (stale run 4), but ErrorRepeat comes first.
+    # test, cat, test, cat: a short cycle (period 2) whose second pass (onset, onset+1) is stale (durations
+    # are scrubbed), so the call that starts its third pass, the third test run (onset+2), is intercepted
+    # by Cycle; ErrorRepeat would wait for a 3rd failure of the identical call.
     t.call("bash", cat, tax)
-    at = t.call("bash", test, fail, error=True)
-    return t.loop("error_repeat", at, onset, "Failing test re-run, file re-read, no edit in between.")
+    t.call("bash", test, fail, error=True)
+    return t.loop("cycle", onset + 2, onset, "Failing test re-run, file re-read, no edit in between.")
 
 
 @scenario
@@ -798,14 +823,15 @@ def error_str_replace_not_found_cycle() -> Trace:
     t.turn()
     t.call("str_replace_editor", view, src)
     t.turn()
-    t.call("str_replace_editor", edit, err, error=True)
+    # edit, view, edit, view: a short cycle (period 2) whose second pass (the 2nd failed edit and the view
+    # after it) is stale, so the 3rd edit, which starts the third pass, is intercepted by Cycle (call 7),
+    # before the tool's same error comes back a 3rd time (ErrorRepeat would intercept the call after that)
+    at = t.call("str_replace_editor", edit, err, error=True)
     t.turn()
-    # the tool returned the same error 3 times -> its next call (the view) is intercepted; Cycle fires too
-    # (the 5th stale call) but ErrorRepeat comes first in the default priority order
-    at = t.call("str_replace_editor", view, src)
+    t.call("str_replace_editor", view, src)
     t.call("str_replace_editor", edit, err, error=True)
     return t.loop(
-        "error_repeat",
+        "cycle",
         at,
         onset,
         "str_replace with a wrong old_str (>= vs >) retried after each re-view of the unchanged file.",
@@ -897,12 +923,11 @@ def cycle_p2_search_and_open() -> Trace:
     t.call("search_docs", s, hits)
     t.call("open_doc", o, doc)
     t.turn()
-    # stale: onset .. onset+3 (4 calls); the next call would be the 5th stale call in a row.
-    # Drift per tool: 2 non-new results each, far below 5.
-    at = t.call("search_docs", s, hits)
+    # a short cycle (period 2): the second pass (onset, onset+1) is stale; the third pass starts at
+    # onset+2 and is intercepted. Drift per tool: 2 non-new results each, far below 5.
+    t.call("search_docs", s, hits)
     t.call("open_doc", o, doc)
-    assert at == onset + 4
-    return t.loop("cycle", at, onset, "Two-tool ping-pong: the same search and the same article, over and over.")
+    return t.loop("cycle", onset + 2, onset, "Two-tool ping-pong: the same search and the same article, over and over.")
 
 
 @scenario
@@ -935,10 +960,10 @@ def cycle_p3_three_tools() -> Trace:
         for tool, args, out in calls:
             t.call(tool, args, out, think=5.0)
         t.turn()
-    # stale from onset; the 5th stale call = onset+4
+    # a short cycle (period 3): the second pass (onset..onset+2) is stale; the third pass starts at onset+3
     return t.loop(
         "cycle",
-        onset + 4,
+        onset + 3,
         onset,
         "Dashboard, logs, deploy diff, again and again with nothing new.",
     )
@@ -975,8 +1000,8 @@ def cycle_p3_incident_triage() -> Trace:
         for tool, args, out in three:
             t.call(tool, args, out, think=5.0)
         t.turn()
-    # pass 2 is stale from onset; the 5th stale call in a row (onset+4) is intercepted
-    return t.loop("cycle", onset + 4, onset, "Health, logs, PSP status, again and again while nothing changes.")
+    # a short cycle (period 3): pass 2 is stale from onset; the start of pass 3 (onset+3) is intercepted
+    return t.loop("cycle", onset + 3, onset, "Health, logs, PSP status, again and again while nothing changes.")
 
 
 @scenario
@@ -1178,9 +1203,10 @@ def cycle_after_long_prefix_p3() -> Trace:
         for tool, args, out in three:
             t.call(tool, args, out)
         t.turn()
+    # a short cycle (period 3): the second pass (onset..onset+2) is stale; the third starts at onset+3
     return t.loop(
         "cycle",
-        onset + 4,
+        onset + 3,
         onset,
         "After 33 healthy calls (reads, edits, tests) the agent cycles over the same test, grep and test run.",
     )
@@ -1262,9 +1288,10 @@ def cycle_after_long_prefix_git_tools() -> Trace:
         t.call("git_status", {"repo_path": "."}, status)
         t.call("git_diff_unstaged", {"repo_path": "."}, diff)
         t.turn()
+    # a short cycle (period 2): the second pass (onset, onset+1) is stale; the third starts at onset+2
     return t.loop(
         "cycle",
-        onset + 4,
+        onset + 2,
         onset,
         f"After {onset - 3} healthy calls, git status / git diff ping-pong without committing.",
     )
@@ -1307,9 +1334,10 @@ def cycle_ticket_volatile_fields() -> Trace:
         t.turn()
         if i == 0:
             onset = t.calls + 1
-    # volatile keys/timestamps differ each time: results still equal, so the calls are stale
+    # volatile keys/timestamps differ each time: results still equal, so the calls are stale; a short
+    # cycle (period 2): the third pass starts at onset+2
     return t.loop(
-        "cycle", onset + 4, onset, "get_ticket / list_comments ping-pong; only fetch times and request ids change."
+        "cycle", onset + 2, onset, "get_ticket / list_comments ping-pong; only fetch times and request ids change."
     )
 
 
@@ -1366,8 +1394,8 @@ def cycle_p2_short_bash_outputs() -> Trace:
         t.call("bash", a, "7\n")
         t.call("bash", b, "318 src/worker.py\n")
         t.turn()
-    # short identical outputs are neutral for Drift; Cycle counts the stale calls
-    return t.loop("cycle", onset + 4, onset, "bash ping-pong of `grep -c` and `wc -l` with nothing edited.")
+    # short identical outputs are neutral for Drift; a short cycle (period 2): the third pass starts at onset+2
+    return t.loop("cycle", onset + 2, onset, "bash ping-pong of `grep -c` and `wc -l` with nothing edited.")
 
 
 @scenario
@@ -1422,10 +1450,11 @@ def shell_reread_cycle_long_outputs() -> Trace:
         for args, out in three:
             t.call("bash", args, out)
         t.turn()
-    # the 5th stale call (onset+4) is intercepted by Cycle; Drift (one tool, long outputs it already
-    # returned) would only fire on the call after 5 nothing-new results (onset+5)
+    # a short cycle (period 3): its second pass (onset..onset+2) is stale, so the start of the third pass
+    # (onset+3) is intercepted by Cycle; Drift (one tool, long outputs it already returned) would only fire
+    # on the call after 5 nothing-new results (onset+5)
     return t.loop(
-        "cycle", onset + 4, onset, "bash re-running the same grep / cat / sed over unchanged files (long outputs)."
+        "cycle", onset + 3, onset, "bash re-running the same grep / cat / sed over unchanged files (long outputs)."
     )
 
 
@@ -1446,9 +1475,9 @@ def cycle_p2_read_pingpong_long() -> Trace:
         t.call("read_file", {"path": "config/base.yaml"}, base)
         t.call("read_file", {"path": "config/prod.yaml"}, prod)
         t.turn()
-    # "a 2-call ping-pong at its 7th call": onset is the ping-pong's 3rd call, so onset+4. Drift would
-    # need 5 nothing-new read_file results first (onset+5).
-    return t.loop("cycle", onset + 4, onset, "read_file ping-pong between two config files that never change.")
+    # a short cycle (period 2): the second pass (onset, onset+1) is stale, so the call that starts the
+    # third pass (onset+2) is intercepted. Drift would need 5 nothing-new read_file results first.
+    return t.loop("cycle", onset + 2, onset, "read_file ping-pong between two config files that never change.")
 
 
 # =================================================================================================
@@ -1637,8 +1666,8 @@ def drift_orders_search_after_hits() -> Trace:
 
 
 @scenario
-def drift_code_search_interleaved_reads() -> Trace:
-    t = Trace("drift_code_search_interleaved_reads")
+def healthy_reworded_search_while_reading_new_files() -> Trace:
+    t = Trace("healthy_reworded_search_while_reading_new_files")
     t.call("read_file", {"path": "docs/architecture.md"}, "Events flow from ingest/ to enrich/ to sink/.")
     t.turn()
     files = ["src/ingest/kafka.py", "src/enrich/geo.py", "src/enrich/user.py", "src/sink/bigquery.py"]
@@ -1660,8 +1689,10 @@ def drift_code_search_interleaved_reads() -> Trace:
                 numbered(f"# {files[i]}\nimport logging\n\nlog = logging.getLogger({files[i]!r})\n"),
             )
         t.turn()
-    # search_code's last 5 results were empty (reads of new files in between don't reset another tool)
-    return t.loop("drift", idx[5], idx[1], "Code search for a DLQ reworded 5 times, new files read in between.")
+    # search_code comes back empty 6 times, but every read in between brings a new file: the agent is
+    # exploring, not drifting (drift is judged for the session: new content anywhere starts the counts over)
+    del idx
+    return t.healthy("Code search for a DLQ reworded 6 times while each turn also reads a new file.")
 
 
 @scenario
@@ -1752,11 +1783,11 @@ def shell_tee_rebuild_blind_spot() -> Trace:
         t.call("bash", {"command": "tail -n 3 build.log"}, tail)
         t.turn()
     # Capturing output in a log file (`| tee build.log`) is not a state change (docs/detectors.md), so nothing
-    # resets the epoch: calls 2-3 are new, 4-7 are stale (stale run 4), and call 8 would be the 5th stale call
-    # in a row -> Cycle advises at 8.
+    # resets the epoch: calls 2-3 are new, 4-5 are a stale second pass of a period-2 cycle, and call 6 starts
+    # its third pass -> Cycle advises at 6.
     return t.loop(
         "cycle",
-        8,
+        6,
         4,
         "make test | tee build.log, then tail, six times with no edit: writing the log is not a change, so "
         "the second pass is stale.",
@@ -1769,8 +1800,8 @@ def shell_tee_rebuild_blind_spot() -> Trace:
 
 
 @scenario
-def rate_quote_loop() -> Trace:
-    t = Trace("rate_quote_loop")
+def healthy_machine_speed_quotes() -> Trace:
+    t = Trace("healthy_machine_speed_quotes")
     syms = [
         "AAPL",
         "MSFT",
@@ -1815,13 +1846,14 @@ def rate_quote_loop() -> Trace:
     ]
     for i, s in enumerate(syms):
         t.call("get_quote", {"symbol": s}, f"{s} {100 + 7.31 * i:.2f} USD", think=0.01 if i else 2.0, took=0.004)
-    # calls 1..30 arrive 0.01 s apart: the 30th makes 30 calls within 0.29 s
-    return t.loop("rate", 30, 1, "A code loop fetching quotes for 40 symbols, ~70 calls per second.")
+    # calls 1..30 arrive 0.01 s apart (the 30th makes 30 calls within 0.29 s), but each quote is new:
+    # speed alone is not a loop, rate warns at most
+    return t.healthy("A code loop fetching quotes for 40 symbols, ~70 calls per second, each a new quote.")
 
 
 @scenario
-def rate_metrics_after_slow_prefix() -> Trace:
-    t = Trace("rate_metrics_after_slow_prefix")
+def healthy_machine_speed_metrics_after_slow_prefix() -> Trace:
+    t = Trace("healthy_machine_speed_metrics_after_slow_prefix")
     for i, (tool, args, out) in enumerate(
         [
             ("get_alert", {"id": "AL-9931"}, {"title": "CPU > 90% on web tier", "hosts": 40}),
@@ -1843,14 +1875,15 @@ def rate_metrics_after_slow_prefix() -> Trace:
             think=5.0 if n == 0 else 0.01,
             took=0.004,
         )
-    # the burst starts at `onset`; the 30th call of the burst is the first whose last-30 window lies
-    # entirely within it (earlier windows include a 5+ s gap)
-    return t.loop("rate", onset + 29, onset, "After 6 thoughtful calls, a script polls 40 hosts at machine speed.")
+    # the burst starts at `onset`; from its 30th call the last 30 calls lie within it, but each host's
+    # metric is new: rate warns at most
+    del onset
+    return t.healthy("After 6 thoughtful calls, a script reads 40 hosts' metrics at machine speed.")
 
 
 @scenario
-def rate_page_scrape_storm() -> Trace:
-    t = Trace("rate_page_scrape_storm")
+def healthy_machine_speed_page_scrape() -> Trace:
+    t = Trace("healthy_machine_speed_page_scrape")
     t.call(
         "web_search",
         {"query": "site:shop.example.com espresso grinders"},
@@ -1866,7 +1899,9 @@ def rate_page_scrape_storm() -> Trace:
             think=4.0 if p == 1 else 0.02,
             took=0.012,
         )
-    return t.loop("rate", onset + 29, onset, "Scraper loop: 45 pages fetched 50 per second.")
+    # 45 pages at 50 per second, each page new: a program paging through results, rate warns at most
+    del onset
+    return t.healthy("Scraper loop: 45 pages fetched 50 per second, each page new.")
 
 
 @scenario
@@ -1876,16 +1911,19 @@ def rate_ts_on_calls_only() -> Trace:
         t.call(
             "get_invoice",
             {"invoice_id": f"in_2025_{1000 + i}"},
-            {"id": f"in_2025_{1000 + i}", "total": 1000 + 37 * i, "status": "paid" if i % 4 else "open"},
+            {"id": f"in_2025_{1000 + i}", "error": f"ledger-{(i * 7) % 31:02d}: connection reset by peer"},
+            error=True,
             think=2.0 if i == 0 else 0.01,
             took=0.003,
         )
-    # only the tool_call events carry ts; the rate rule is about calls arriving: the 30th call
+    # only the tool_call events carry ts; the rate rule is about calls arriving: the 30th call makes 30
+    # calls within 0.3 s, and every one of them failed (each with another ledger node in its error, so no
+    # error repeats): a code loop around a backend that is down
     return t.loop(
         "rate",
         30,
         1,
-        "Invoice fetch loop at ~75 calls/s; the trace timestamps only the calls.",
+        "Invoice fetch loop at ~75 calls/s against a ledger that is down; the trace timestamps only the calls.",
     )
 
 
@@ -3071,6 +3109,2901 @@ def healthy_long_support_session() -> Trace:
     t.answer("14 tickets answered.")
     assert t.calls >= 80, t.calls
     return t.healthy(f"A {t.calls}-call support shift over 14 tickets: lookups, KB searches (some empty), replies.")
+
+
+# =================================================================================================
+# Second batch. Labels worked out by hand from docs/detectors.md, docs/escalation.md, docs/guard.md,
+# docs/trace-format.md and docs/signatures.md (see the comment next to each expectation).
+#
+# Two onsets this batch adds to the list in the module docstring:
+# * edit_loop, flip-flop: the first edit that starts repeating the pattern (the redo after the first undo:
+#   A->B, B->A is a try and a revert; the next A->B starts the second pass);
+# * edit_loop, same failure: the edit of the second edit-then-check round that ends in the same failure.
+# Conversations use ``t.user`` (a ``user_message`` event): it starts a new epoch, clears the detectors'
+# memory and starts the escalation ladder over.
+# Flip-flops follow docs/detectors.md as it now reads: a return to an earlier content counts only after a
+# visit (the calls since the last change) that brought nothing not seen before in that state of the files,
+# and the 2nd such return is intercepted (the first labels used "the 3rd return"; for alternating edits
+# with a repeated check in between both rules pick the same edit).
+# =================================================================================================
+
+
+def cat_n(path: str, text: str, start: int = 1) -> str:
+    """An editor tool's ``view`` output (Anthropic's text editor tool and Claude Code print this header)."""
+    return f"Here's the result of running `cat -n` on {path}:\n{numbered(text, start)}\n"
+
+
+def cc_edited(path: str, snippet: str, start: int) -> str:
+    """Claude Code's ``Edit`` result."""
+    return (
+        f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited "
+        f"file:\n{numbered(snippet, start)}"
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# conversations with a user
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def conv_clarifying_reservation_number() -> Trace:
+    t = Trace("conv_clarifying_reservation_number")
+    t.user("Hi, can I move our dinner booking on Friday from 7pm to 8:30pm? Still four people.")
+    t.text("Of course. Could you give me the reservation number? It starts with R- and is in your confirmation email.")
+    t.turn()  # text only, asking the user: idle turn 1, then the user answers (the count starts over)
+    t.user("Sure, it's R-20931.")
+    t.call(
+        "get_reservation",
+        {"reservation_id": "R-20931"},
+        {
+            "reservation_id": "R-20931",
+            "restaurant_id": "rst_118",
+            "restaurant": "Osteria Lupa",
+            "date": "2025-12-05",
+            "time": "19:00",
+            "party_size": 4,
+            "name": "N. Haddad",
+        },
+    )
+    t.turn()
+    t.call(
+        "check_availability",
+        {"restaurant_id": "rst_118", "date": "2025-12-05", "time": "20:30", "party_size": 4},
+        {"available": True, "tables": [{"id": "T12", "note": "window"}, {"id": "T7", "note": "near the bar"}]},
+    )
+    t.turn()
+    t.text("A table for four is free at 20:30 on Friday 5 December: T12 by the window or T7 near the bar. Move it?")
+    t.turn()
+    t.user("Yes please, the window one.")
+    t.call(
+        "update_reservation",
+        {"reservation_id": "R-20931", "time": "20:30", "table_id": "T12"},
+        {
+            "reservation_id": "R-20931",
+            "time": "20:30",
+            "table_id": "T12",
+            "confirmation_sent_to": "n.haddad@example.com",
+        },
+    )
+    t.turn()
+    t.answer(
+        "Done: R-20931 is now Friday 5 December at 20:30, window table, four people. A new confirmation is on its way."
+    )
+    # never more than one text-only turn before the user writes again; every call is a first lookup
+    return t.healthy(
+        "Restaurant agent asks for the reservation number, the user answers, lookup, availability, update, answer."
+    )
+
+
+@scenario
+def conv_customer_repeats_order_status() -> Trace:
+    t = Trace("conv_customer_repeats_order_status")
+    order = {
+        "order_id": "55120",
+        "placed": "2025-11-24",
+        "items": [{"sku": "BOOT-W-39", "name": "Winter boots, size 39", "qty": 1}],
+        "carrier": "dpd",
+        "tracking_number": "01905512034871",
+        "promised_by": "2025-11-29",
+    }
+    track = {
+        "tracking_number": "01905512034871",
+        "events": [
+            {"at": "2025-11-26T18:02:00Z", "where": "Hub Unna", "what": "Parcel received"},
+            {"at": "2025-11-28T06:40:00Z", "where": "Depot Dortmund", "what": "Delayed: high volume"},
+        ],
+        "eta": "2025-12-01",
+    }
+    asks = [
+        "Hi, where is my order 55120? It was supposed to arrive yesterday.",
+        "So where is it now?? I need the boots for the weekend.",
+        "I still don't get it. Where is my parcel, order 55120?",
+        "Can you please just check again where order 55120 is?",
+    ]
+    replies = [
+        "Your boots are at the DPD depot in Dortmund, delayed by high volume; the new delivery date is 1 December.",
+        "They're still at the Dortmund depot. DPD now expects to deliver on Monday 1 December.",
+        "The parcel is at DPD's Dortmund depot; it was delayed there and should reach you on 1 December.",
+        "Checked again: still at the Dortmund depot, delivery expected Monday 1 December. I'm sorry for the wait.",
+    ]
+    for ask, reply in zip(asks, replies, strict=True):
+        t.user(ask)
+        t.call("get_order", {"order_id": "55120"}, order)
+        t.call("track_shipment", {"carrier": "dpd", "tracking_number": "01905512034871"}, track)
+        t.turn()
+        t.text(reply)
+        t.turn()
+    # the same two lookups after each of the four messages, with the same results. Without the user's input
+    # this would be a period-2 cycle (calls 3 and 4 stale, call 5 intercepted); but each user_message starts
+    # a new epoch and clears the detectors' memory: "a lookup repeated because the customer asked again is
+    # an answer" (docs/detectors.md, repeat). One text-only turn per message: no_action never counts past 1.
+    return t.healthy("A customer asks four times where the order is; the agent looks it up again each time.")
+
+
+@scenario
+def healthy_conv_long_support_chat() -> Trace:
+    t = Trace("healthy_conv_long_support_chat")
+    t.user("Hi, my internet keeps dropping since this morning. It's really annoying, I work from home.")
+    t.text("Sorry to hear that. Can you give me your account number, or the phone number on the account?")
+    t.turn()
+    t.user("Account 40018822.")
+    t.call(
+        "get_account",
+        {"account_id": "40018822"},
+        {"account_id": "40018822", "name": "Marta Lindqvist", "plan": "Fiber 250", "line_id": "LN-88120-A"},
+    )
+    t.call(
+        "get_line_status",
+        {"line_id": "LN-88120-A"},
+        {"line_id": "LN-88120-A", "sync": "up", "drops_24h": 6, "last_drop": "2025-11-30T07:10:44Z", "snr_db": 11.2},
+    )
+    t.turn()
+    t.call("check_outages", {"postcode": "11842"}, {"outages": [], "planned_works": []})
+    t.turn()
+    t.text(
+        "I can see six drops since 07:10 and no outage in 11842. Could you restart the router and tell me when done?"
+    )
+    t.turn()
+    t.user("Restarted it. Still dropped once already.")
+    t.call(
+        "get_line_status",
+        {"line_id": "LN-88120-A"},
+        {"line_id": "LN-88120-A", "sync": "up", "drops_24h": 7, "last_drop": "2025-11-30T09:52:03Z", "snr_db": 10.9},
+    )
+    t.call(
+        "run_line_test",
+        {"line_id": "LN-88120-A"},
+        {"result": "fail", "finding": "high noise on the drop cable", "recommendation": "technician visit"},
+    )
+    t.turn()
+    t.text(
+        "The line test found noise on the cable into your building, which a router can't fix. I can send a technician."
+    )
+    t.turn()
+    t.user("OK. What's the earliest slot?")
+    t.call(
+        "get_technician_slots",
+        {"postcode": "11842", "from": "2025-12-01", "days": 5},
+        [
+            {"slot_id": "SL-4410", "day": "2025-12-02", "window": "08:00-12:00"},
+            {"slot_id": "SL-4417", "day": "2025-12-03", "window": "13:00-17:00"},
+        ],
+    )
+    t.turn()
+    t.text("Tuesday 2 December 08:00-12:00 or Wednesday 3 December 13:00-17:00.")
+    t.turn()
+    t.user("Wednesday afternoon. Will that cost me anything?")
+    t.call("search_kb", {"query": "technician visit charge"}, [])
+    t.call(
+        "search_kb",
+        {"query": "engineer visit fee line fault"},
+        [{"id": "kb-3310", "title": "When is a technician visit free?"}],
+    )
+    t.call("get_article", {"id": "kb-3310"}, "Visits are free when the fault is on our network or the drop cable.")
+    t.turn()
+    t.call(
+        "book_technician",
+        {"account_id": "40018822", "slot_id": "SL-4417", "reason": "line test: noise on drop cable"},
+        {"booking_id": "TV-99812", "day": "2025-12-03", "window": "13:00-17:00"},
+    )
+    t.turn()
+    t.text("Booked: Wednesday 3 December, 13:00-17:00 (TV-99812). It's free, because the fault is on the drop cable.")
+    t.turn()
+    t.user("Great. Also, my last bill was higher than usual.")
+    t.call(
+        "list_invoices",
+        {"account_id": "40018822", "limit": 3},
+        [{"id": "INV-1123", "month": "2025-11", "total": 64.0}, {"id": "INV-1011", "month": "2025-10", "total": 39.0}],
+    )
+    t.call(
+        "get_invoice",
+        {"invoice_id": "INV-1123"},
+        {
+            "id": "INV-1123",
+            "lines": [{"what": "Fiber 250", "eur": 39.0}, {"what": "Router upgrade (one-off)", "eur": 25.0}],
+        },
+    )
+    t.turn()
+    t.text("November has a one-off EUR 25 router upgrade on top of the usual EUR 39.")
+    t.turn()
+    t.user("I never asked for a new router!")
+    t.call(
+        "get_order_history",
+        {"account_id": "40018822", "since": "2025-10-01"},
+        [{"order": "HW-5521", "item": "Router Pro 7", "channel": "web", "placed": "2025-11-12", "delivered": True}],
+    )
+    t.turn()
+    t.text(
+        "Our records show a web order for a Router Pro 7 on 12 November, delivered. Was that someone in your household?"
+    )
+    t.turn()
+    t.user("No, that wasn't anyone here. Can you refund it?")
+    t.text(
+        "I can open a dispute for it. For that I need you to confirm you did not place order HW-5521. Do you confirm?"
+    )
+    t.turn()
+    t.user("Yes, I confirm.")
+    t.call(
+        "create_dispute",
+        {"account_id": "40018822", "order": "HW-5521", "amount_eur": 25.0, "reason": "order not placed by customer"},
+        {"dispute_id": "D-30417", "decision_due": "2025-12-08"},
+    )
+    t.turn()
+    t.text("Dispute D-30417 is open; you'll hear by 8 December and the EUR 25 comes back on the next bill if approved.")
+    t.turn()
+    t.user("And can I switch to the 500 Mbit plan at the same time?")
+    t.call(
+        "list_plans",
+        {"technology": "fiber"},
+        [{"plan": "Fiber 250", "eur": 39.0}, {"plan": "Fiber 500", "eur": 45.0}, {"plan": "Fiber 1000", "eur": 59.0}],
+    )
+    t.call(
+        "check_eligibility", {"line_id": "LN-88120-A", "plan": "Fiber 500"}, {"eligible": True, "max_sync_mbit": 940}
+    )
+    t.turn()
+    t.text("Yes, Fiber 500 is EUR 45 a month and your line supports it. Shall I switch you from 1 January?")
+    t.turn()
+    t.user("Yes, from January.")
+    t.call(
+        "change_plan",
+        {"account_id": "40018822", "plan": "Fiber 500", "effective": "2026-01-01"},
+        {"change_id": "PC-7781", "effective": "2026-01-01", "new_monthly_eur": 45.0},
+    )
+    t.turn()
+    t.text("Done: Fiber 500 from 1 January, EUR 45 a month (change PC-7781).")
+    t.turn()
+    t.user("Will the dropping affect the new plan?")
+    t.text("The drops come from the cable fault; once the technician fixes it on Wednesday both plans will be stable.")
+    t.turn()
+    t.user("Perfect, thanks for your help!")
+    t.answer(
+        "You're welcome, Marta. The technician comes Wednesday afternoon; the dispute answer is due by 8 December."
+    )
+    # 13 user messages, 17 calls, 13 text replies. Every text-only turn is followed by the user's input (at
+    # most one idle turn in a row); get_line_status is called twice, after different user messages and with
+    # different answers; the one empty search is followed by a hit. No call is stale in its epoch.
+    return t.healthy("ISP support chat over 13 user messages: lookups, a line test, bookings, billing, text replies.")
+
+
+@scenario
+def conv_wrong_booking_id_twice() -> Trace:
+    t = Trace("conv_wrong_booking_id_twice")
+    t.user("I want to add a checked bag to my flight tomorrow. Booking ABC123.")
+    nf = {
+        "status": "not_found",
+        "retryable": False,
+        "next_action_hint": "Ask the passenger for the 6-character booking reference on the e-ticket.",
+    }
+    t.call("get_booking", {"record_locator": "ABC123"}, {**nf, "message": "No booking with record locator ABC123."})
+    t.turn()
+    t.text("I can't find a booking ABC123. Could you check the 6-character code in your confirmation email?")
+    t.turn()
+    t.user("Sorry, ABC132.")
+    t.call("get_booking", {"record_locator": "ABC132"}, {**nf, "message": "No booking with record locator ABC132."})
+    t.turn()
+    t.text("Still no match for ABC132. The reference is printed top right on the e-ticket, next to 'Booking ref'.")
+    t.turn()
+    t.user("Found the email. It's QBC13Z.")
+    t.call(
+        "get_booking",
+        {"record_locator": "QBC13Z"},
+        {"record_locator": "QBC13Z", "passenger": "J. Moreau", "flight": "LX1583", "date": "2025-12-01", "bags": 0},
+    )
+    t.call(
+        "get_baggage_options",
+        {"record_locator": "QBC13Z", "flight": "LX1583"},
+        [{"code": "BAG23", "kg": 23, "eur": 45.0}, {"code": "BAG32", "kg": 32, "eur": 80.0}],
+    )
+    t.turn()
+    t.text("Found it: LX1583 tomorrow. A 23 kg bag is EUR 45, a 32 kg bag EUR 80. Which one?")
+    t.turn()
+    t.user("23 kg please.")
+    t.call(
+        "add_baggage",
+        {"record_locator": "QBC13Z", "flight": "LX1583", "code": "BAG23"},
+        {"ok": True, "emd": "7242100881234", "charged_eur": 45.0},
+    )
+    t.answer("Added one 23 kg bag to QBC13Z (EUR 45). Your updated e-ticket receipt is on its way.")
+    # two not_found answers, retryable: false, each for a different reference the user gave: no identical
+    # retry (Repeat), not_found is empty and not an error (ErrorRepeat), and the user's input clears Drift
+    return t.healthy("The passenger gives a wrong booking reference twice (not found, not found), then the right one.")
+
+
+@scenario
+def conv_user_insists_same_wrong_id() -> Trace:
+    t = Trace("conv_user_insists_same_wrong_id")
+    t.user("My order ORD-5512 arrived with a cracked screen. I want a replacement.")
+    nf = {
+        "status": "not_found",
+        "retryable": False,
+        "message": "No order ORD-5512.",
+        "next_action_hint": "Ask for the email address used for the order.",
+    }
+    t.call("get_order", {"order_id": "ORD-5512"}, nf)
+    t.turn()
+    t.text("I can't find ORD-5512. Could you double-check the number, or tell me the email you ordered with?")
+    t.turn()
+    t.user("It's definitely ORD-5512, it's right here on my receipt. Please check again.")
+    t.call("get_order", {"order_id": "ORD-5512"}, nf)
+    t.turn()
+    # the identical lookup after a non-retryable not_found would be advised at once ("the first identical
+    # retry of a non-retryable result"), but the user spoke in between: "calls before the user last spoke
+    # do not count" and the user asked for exactly this
+    t.text("Still nothing under ORD-5512. Order numbers here have 4 digits after ORD-; could it read ORD-5521?")
+    t.turn()
+    t.user("Oh, you're right, it's ORD-5521. Sorry!")
+    t.call(
+        "get_order",
+        {"order_id": "ORD-5521"},
+        {
+            "order_id": "ORD-5521",
+            "items": [{"sku": "TAB-10-64", "name": "Tablet 10in 64GB"}],
+            "delivered": "2025-11-28",
+        },
+    )
+    t.call(
+        "create_replacement",
+        {"order_id": "ORD-5521", "sku": "TAB-10-64", "reason": "damaged on arrival"},
+        {"replacement_order": "ORD-5588", "return_label": "https://returns.example.com/l/5588"},
+    )
+    t.answer("No problem. Replacement ORD-5588 ships today; the return label for the broken one is in your email.")
+    return t.healthy(
+        "The user insists on the same wrong order id: the identical not_found lookup follows their message."
+    )
+
+
+@scenario
+def conv_repeat_loop_between_messages() -> Trace:
+    t = Trace("conv_repeat_loop_between_messages")
+    t.user("Has my refund for the broken kettle gone through?")
+    t.call("find_customer", {"email": "a.osei@example.org"}, {"customer_id": "cus_T81k", "name": "Ama Osei"})
+    t.call(
+        "list_refunds",
+        {"customer_id": "cus_T81k"},
+        [{"id": "re_3QxT", "amount": 4999, "currency": "eur", "created": "2025-11-26"}],
+    )
+    t.turn()
+    t.text("Yes: EUR 49.99 was refunded on 26 November.")
+    t.turn()
+    t.user("My bank says nothing arrived. Can you check the refund details, please?")
+    refund = {
+        "id": "re_3QxT",
+        "amount": 4999,
+        "currency": "eur",
+        "destination": "card ending 4242",
+        "arn": "74638251234567891234567",
+        "settled": "2025-11-27",
+    }
+    t.call("get_refund", {"refund_id": "re_3QxT"}, refund)
+    t.turn()
+    t.call("get_refund", {"refund_id": "re_3QxT"}, refund)
+    t.turn()
+    t.text("It went to the card ending 4242 on 27 November; your bank can trace it with ARN 74638251234567891234567.")
+    t.turn()
+    t.user("The card ending 4242 is my old card, it was cancelled! Where did the money go?")
+    t.call("get_refund", {"refund_id": "re_3QxT"}, refund)  # 3rd in a row, but the 1st since the user spoke
+    t.turn()
+    onset = t.call("get_refund", {"refund_id": "re_3QxT"}, refund)
+    t.turn()
+    at = t.call("get_refund", {"refund_id": "re_3QxT"}, refund)
+    t.turn()
+    t.call(
+        "search_kb",
+        {"query": "refund to cancelled card"},
+        [{"id": "kb-77", "title": "Refunds to closed or expired cards"}],
+    )
+    t.call("get_article", {"id": "kb-77"}, "Card networks forward refunds on closed cards to the replacement card.")
+    t.answer("Refunds to a cancelled card are forwarded by your bank to the new card; ask them with the ARN.")
+    # Calls before the user last spoke do not count: the 1st get_refund after the third message is not a
+    # repeat although it is the 3rd identical call in a row. Then get_refund twice more with the same
+    # answer, between messages, on its own: the 3rd since the user spoke is intercepted (Repeat)
+    return t.loop(
+        "repeat",
+        at,
+        onset,
+        "Between user messages the agent fetches the same refund three times in a row; earlier fetches don't count.",
+        latest=at + 1,
+    )
+
+
+@scenario
+def conv_cycle_between_messages() -> Trace:
+    t = Trace("conv_cycle_between_messages")
+    inv = {
+        "id": "INV-2025-1187",
+        "period": "2025-11",
+        "lines": [{"what": "Pro plan, 12 seats", "eur": 348.0}],
+        "total_eur": 348.0,
+        "paid": True,
+    }
+    pay = {
+        "invoice_id": "INV-2025-1187",
+        "charges": [
+            {"id": "ch_3QaA1", "eur": 348.0, "card": "visa 1881", "on": "2025-11-01"},
+            {"id": "ch_3QaB7", "eur": 348.0, "card": "visa 1881", "on": "2025-11-01", "refunded": False},
+        ],
+    }
+    a, b = ("get_invoice", {"invoice_id": "INV-2025-1187"}, inv), ("get_payments", {"invoice_id": "INV-2025-1187"}, pay)
+    t.user("Can you tell me what invoice INV-2025-1187 is for?")
+    t.call(*a)
+    t.call(*b)
+    t.turn()
+    t.text("It's the Pro plan for November, 12 seats, EUR 348, and it's paid.")
+    t.turn()
+    t.user("But I was charged twice for it! Look at the payments.")
+    t.call(*a)  # a new epoch: new again
+    t.call(*b)
+    t.turn()
+    onset = t.call(*a)
+    t.call(*b)
+    t.turn()
+    at = t.call(*a)
+    t.call(*b)
+    t.turn()
+    t.call(
+        "refund_charge",
+        {"charge_id": "ch_3QaB7", "reason": "duplicate"},
+        {"refund_id": "re_9Lm2", "eur": 348.0},
+    )
+    t.answer("You're right, ch_3QaB7 was a duplicate. I've refunded EUR 348 (re_9Lm2); allow 5-10 days.")
+    # After the second message: invoice, payments (new in the new epoch), invoice, payments (stale: the
+    # whole second pass), then invoice again starts the third pass of a period-2 cycle -> intercepted. The
+    # pair before the message does not count (otherwise the cycle would be caught two calls earlier).
+    return t.loop(
+        "cycle",
+        at,
+        onset,
+        "After the user's follow-up, invoice / payments ping-pong with unchanged answers instead of acting.",
+    )
+
+
+@scenario
+def conv_drift_restarts_after_user() -> Trace:
+    t = Trace("conv_drift_restarts_after_user")
+    t.user("How do I export my workout history?")
+    for q, out in [
+        ("export workout history", "0 results"),
+        ("download activity data", "No matches found."),
+        ("export data", "0 results"),
+    ]:
+        t.call("search_help", {"query": q, "locale": "en"}, out)
+    t.turn()
+    t.text("Is this in the phone app or on the website? And which phone?")
+    t.turn()
+    t.user("The Android app, version 8.2.")
+    idx = []
+    for q, out in [
+        ("android export workouts", "0 results"),
+        ("export activities android app", "No matches found."),
+        ("android app data download", "0 results"),
+        ("share workout file android", "No results found for 'share workout file android'"),
+        ("gpx export android", "0 results"),
+        ("backup workouts android", "0 results"),
+        ("android settings export", "0 results"),
+    ]:
+        idx.append(t.call("search_help", {"query": q, "locale": "en"}, out))
+        if len(idx) % 2 == 0:
+            t.turn()
+    t.turn()
+    # the user's answer clears the detectors' memory: the three empty searches before it do not count.
+    # After it: 5 empty searches (idx[0..4]) while nothing new comes back -> the 6th (idx[5]) is intercepted
+    # (had the earlier three counted, it would have been idx[2])
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        "Help-center searches reworded after the user's answer, all empty; the count starts at the answer.",
+        latest=idx[6],
+    )
+
+
+@scenario
+def healthy_conv_text_only_replies() -> Trace:
+    t = Trace("healthy_conv_text_only_replies")
+    t.user("Can you help me tighten my cover letter? It's in my drive as 'cover_letter_datasci'.")
+    t.call(
+        "read_document",
+        {"doc_id": "cover_letter_datasci"},
+        "Dear Hiring Manager,\n\nI am writing to apply for the Data Scientist role. I have 4 years of experience in "
+        "Python and SQL and I built a churn model that reduced churn by 12%. I am a team player and a fast "
+        "learner.\n\nKind regards,\nLea Brandt",
+    )
+    t.turn()
+    replies = [
+        (
+            "Start with the result: 'I built a churn model at Finto that cut churn by 12% in two quarters.' Then "
+            "say what you'd bring to this team.",
+            "Good idea. What should the second paragraph say?",
+        ),
+        (
+            "Name the stack they list (Python, dbt, Airflow) and one project for each, in two sentences.",
+            "I haven't used Airflow, only Prefect.",
+        ),
+        (
+            "Say so plainly: 'I orchestrate pipelines in Prefect and am comfortable moving them to Airflow.'",
+            "Should I keep 'team player'?",
+        ),
+        (
+            "Drop it; show it instead, e.g. 'I ran the weekly model review with product and support.'",
+            "And the closing?",
+        ),
+        (
+            "Close with availability and a concrete next step: 'I'm available from January and happy to walk "
+            "through the churn model.'",
+            "Thanks, that's much better.",
+        ),
+    ]
+    for reply, user_says in replies:
+        t.text(reply)
+        t.turn()  # text only, answering the user
+        t.user(user_says)
+    t.answer("You're welcome. Paste the new draft any time and I'll do a last pass.")
+    # six text-only turns, each one answering a user message: the user's input starts the no_action count over
+    return t.healthy("A writing coach: one read, then only text replies for six turns while the user keeps writing.")
+
+
+@scenario
+def healthy_conv_idle_turns_reset_by_user() -> Trace:
+    t = Trace("healthy_conv_idle_turns_reset_by_user")
+    t.user("Book a 30-minute call with Jonas next Tuesday afternoon.")
+    t.call("get_contact", {"name": "Jonas Berg"}, {"email": "jonas.berg@example.com", "tz": "Europe/Oslo"})
+    t.turn()
+    t.call(
+        "find_free_slots",
+        {"attendees": ["me", "jonas.berg@example.com"], "date": "2025-12-02", "after": "12:00", "duration_min": 30},
+        ["14:00-15:00", "16:00-16:30"],
+    )
+    t.turn()
+    t.turn(error="invalid tool call: create_event is missing required argument 'end'")  # idle 1
+    t.text("Jonas is free on Tuesday 2 December 14:00-15:00 and 16:00-16:30. Which do you prefer?")
+    t.turn()  # idle 2, asking the user
+    t.user("16:00.")
+    t.text("To confirm: Tuesday 2 December, 16:00-16:30, with Jonas Berg, as a video call?")
+    t.turn()  # idle 1
+    t.user("Yes, video.")
+    t.turn(error="invalid tool call: arguments are not valid JSON (Expecting ',' delimiter: line 1 column 77)")
+    t.call(
+        "create_event",
+        {
+            "title": "Call: Jonas / me",
+            "start": "2025-12-02T16:00:00+01:00",
+            "end": "2025-12-02T16:30:00+01:00",
+            "attendees": ["jonas.berg@example.com"],
+            "video": True,
+        },
+        {"event_id": "ev_8812", "meet_link": "https://meet.example.com/abc-defg-hij"},
+    )
+    t.turn()
+    t.text("Booked for Tuesday 16:00 with a video link; Jonas got the invite.")
+    t.turn()
+    t.user("Also send him the agenda doc.")
+    t.text("Which doc do you mean, 'Q1 roadmap' or 'Pricing review'?")
+    t.turn()  # idle 1
+    t.text("Both are in your Drive and were last edited this week.")
+    t.turn()  # idle 2
+    t.user("Pricing review.")
+    t.call(
+        "share_file",
+        {"file": "Pricing review", "with": "jonas.berg@example.com", "role": "reader"},
+        {"shared": True, "link": "https://drive.example.com/d/8812"},
+    )
+    t.answer("Shared 'Pricing review' with Jonas (read access) and linked it in the invite.")
+    # at most two turns without a tool call before the user writes again (an invalid call plus a question,
+    # or two messages): the 3rd idle turn in a row never comes
+    return t.healthy("Calendar assistant with two idle turns in a row (invalid call, question), then the user answers.")
+
+
+@scenario
+def conv_no_action_announces_cancel() -> Trace:
+    t = Trace("conv_no_action_announces_cancel")
+    t.user("Please cancel order ORD-7731, I don't need it anymore, and refund me.")
+    t.call(
+        "get_order",
+        {"order_id": "ORD-7731"},
+        {"order_id": "ORD-7731", "total_eur": 64.9, "shipped": False, "cancellable": True, "payment": "visa 0314"},
+    )
+    t.turn()
+    onset = t.calls
+    for words in [
+        "I'll cancel ORD-7731 and refund EUR 64.90 to your Visa now.",
+        "Cancelling the order first, then I'll start the refund.",
+        "I'll cancel ORD-7731 and refund EUR 64.90 to your Visa now.",
+    ]:
+        t.text(words)
+        t.turn()
+    at = t.calls
+    t.call("cancel_order", {"order_id": "ORD-7731", "reason": "customer request"}, {"cancelled": True})
+    t.call("refund_payment", {"order_id": "ORD-7731", "amount_eur": 64.9}, {"refund_id": "re_77Q1"})
+    t.answer("ORD-7731 is cancelled and EUR 64.90 is on its way back to your Visa.")
+    # after the lookup turn, three turns in a row with words and no call, and no user input in between: the
+    # 3rd turn end is the no_action signal (reported at the last call so far, the lookup)
+    return t.loop("no_action", at, onset, "The agent announces the cancellation three turns in a row without acting.")
+
+
+@scenario
+def conv_flight_rebooking_multistep() -> Trace:
+    t = Trace("conv_flight_rebooking_multistep")
+    t.user("My flight tomorrow morning got cancelled. I need another one to Lisbon.")
+    t.text("I'm sorry about that. What's your booking reference?")
+    t.turn()
+    t.user("KX7P2M.")
+    t.text("Thanks. And the last name on the booking?")
+    t.turn()
+    t.user("Okonkwo.")
+    t.call(
+        "get_booking",
+        {"record_locator": "KX7P2M", "last_name": "Okonkwo"},
+        {
+            "record_locator": "KX7P2M",
+            "segments": [{"flight": "TP1351", "date": "2025-12-01", "dep": "07:05", "state": "cancelled"}],
+            "bags": 1,
+            "fare": "Classic",
+        },
+    )
+    t.call(
+        "search_flights",
+        {"origin": "LHR", "destination": "LIS", "date": "2025-12-01", "fare_family": "Classic"},
+        [
+            {"flight": "TP1363", "dep": "14:20", "arr": "17:00", "seats": 9},
+            {"flight": "BA500", "dep": "09:55", "arr": "12:35", "seats": 0},
+            {"flight": "TP1367", "dep": "19:35", "arr": "22:15", "seats": 23},
+        ],
+    )
+    t.turn()
+    t.text("I can move you to TP1363 at 14:20 (arrives 17:00) or TP1367 at 19:35, at no cost. Which one?")
+    t.turn()
+    t.user("The 14:20 please, aisle seat if possible.")
+    t.call(
+        "rebook",
+        {"record_locator": "KX7P2M", "from_flight": "TP1351", "to_flight": "TP1363", "waiver": "CXL-ops"},
+        {"ok": True, "ticket": "0472100993811"},
+    )
+    t.call("get_seat_map", {"flight": "TP1363", "date": "2025-12-01"}, {"free_aisle": ["14C", "21D", "23C"]})
+    t.call("assign_seat", {"record_locator": "KX7P2M", "flight": "TP1363", "seat": "14C"}, {"ok": True})
+    t.turn()
+    t.text("Done: TP1363 tomorrow 14:20, seat 14C (aisle). Your new e-ticket is 0472100993811.")
+    t.turn()
+    t.user("Will my bag be transferred to the new flight?")
+    t.call(
+        "get_booking",
+        {"record_locator": "KX7P2M", "last_name": "Okonkwo"},
+        {
+            "record_locator": "KX7P2M",
+            "segments": [{"flight": "TP1363", "date": "2025-12-01", "dep": "14:20", "state": "confirmed"}],
+            "bags": 1,
+            "fare": "Classic",
+        },
+    )
+    t.answer("Yes, your one checked bag moved with the booking; check it in at the TP desk as usual.")
+    return t.healthy("Rebooking chat: two clarifying questions, lookup, options, rebook, seat, a follow-up lookup.")
+
+
+@scenario
+def after_advice_user_resets_ladder() -> Trace:
+    t = Trace("after_advice_user_resets_ladder")
+    t.user("Is the Sony WH-1000XM5 in stock in black?")
+    args = {"sku": "WH1000XM5-B", "channel": "online"}
+    out = {"sku": "WH1000XM5-B", "available": 0, "restock_date": None, "warehouse": "DE-2"}
+    t.call("check_inventory", args, out)
+    t.turn()
+    onset = t.call("check_inventory", args, out)
+    t.turn()
+    at = t.call("check_inventory", args, out)  # 3rd identical call, same answer: advise
+    t.turn()
+    t.text("It's out of stock online and there's no restock date yet.")
+    t.turn()
+    t.user("Can you check again? The website showed one left a minute ago.")
+    t.call("check_inventory", args, out)
+    t.turn()
+    t.call("check_inventory", args, out)
+    t.turn()
+    second = t.call("check_inventory", args, out)
+    t.turn()
+    t.call(
+        "check_store_inventory",
+        {"sku": "WH1000XM5-B", "city": "Hamburg"},
+        [{"store": "Hamburg Mönckebergstr.", "available": 2}],
+    )
+    t.answer("Still 0 online (the last one sold), but the Hamburg Mönckebergstraße store has two.")
+    # first intervention: Repeat, advise, at the 3rd identical stock check. After the user's message the
+    # same loop comes back (check_inventory x3, 3rd since the user spoke): the user's input starts the
+    # ladder over, so that second intervention is advise again, not block
+    return t.loop(
+        "repeat",
+        at,
+        onset,
+        f"Stock check repeated; after the user asks again the same loop is advised again (call {second}), not blocked.",
+        latest=at + 1,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# parallel tool calls in one model turn (``t.parallel``: all calls first, then all results)
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def parallel_healthy_distinct_reads() -> Trace:
+    t = Trace("parallel_healthy_distinct_reads")
+    ed = "str_replace_based_edit_tool"
+    files = {
+        "/repo/src/queue/__init__.py": "from .broker import Broker\nfrom .worker import Worker\n",
+        "/repo/src/queue/broker.py": "class Broker:\n    def __init__(self, url):\n        self.url = url\n",
+        "/repo/src/queue/worker.py": "class Worker:\n    def __init__(self, broker, prefetch=1):\n        ...\n",
+        "/repo/src/queue/retry.py": "MAX_ATTEMPTS = 5\n\n\ndef backoff(n):\n    return min(2**n, 60)\n",
+        "/repo/tests/test_worker.py": "def test_prefetch_default():\n    assert Worker(None).prefetch == 1\n",
+        "/repo/pyproject.toml": '[project]\nname = "queue"\nversion = "0.9.1"\n',
+    }
+    t.parallel([(ed, {"command": "view", "path": p}, cat_n(p, body)) for p, body in files.items()])
+    t.turn()
+    t.parallel(
+        [
+            ("bash", {"command": 'grep -rn "prefetch" src/ tests/'}, "src/queue/worker.py:2\ntests/test_worker.py:2\n"),
+            ("bash", {"command": 'grep -rn "MAX_ATTEMPTS" src/'}, "src/queue/retry.py:1:MAX_ATTEMPTS = 5\n"),
+            ("bash", {"command": "git log --oneline -5 -- src/queue"}, "a1f2e3d worker: ack late\n9c8b7a6 broker\n"),
+            # the model asked for the same file twice in this message (never a third time)
+            (
+                ed,
+                {"command": "view", "path": "/repo/src/queue/retry.py"},
+                cat_n("/repo/src/queue/retry.py", files["/repo/src/queue/retry.py"]),
+            ),
+            ("bash", {"command": "python -m pytest -q tests/test_worker.py"}, ".\n1 passed in 0.05s"),
+            (
+                ed,
+                {"command": "view", "path": "/repo/src/queue/retry.py"},
+                cat_n("/repo/src/queue/retry.py", files["/repo/src/queue/retry.py"]),
+            ),
+        ]
+    )
+    t.turn()
+    t.call(
+        ed,
+        {
+            "command": "str_replace",
+            "path": "/repo/src/queue/retry.py",
+            "old_str": "    return min(2**n, 60)",
+            "new_str": "    return min(2**n, 60) * (0.5 + random.random() / 2)",
+        },
+        "The file /repo/src/queue/retry.py has been edited.",
+    )
+    t.turn()
+    t.parallel(
+        [
+            (
+                ed,
+                {"command": "view", "path": "/repo/src/queue/retry.py"},
+                cat_n(
+                    "/repo/src/queue/retry.py",
+                    "MAX_ATTEMPTS = 5\n\n\ndef backoff(n):\n    return min(2**n, 60) * (0.5 + random.random() / 2)\n",
+                ),
+            ),
+            (
+                "bash",
+                {"command": "python -m pytest -q"},
+                "E\nNameError: name 'random' is not defined\n1 error in 0.04s",
+            ),
+        ]
+    )
+    t.turn()
+    t.call(
+        ed,
+        {"command": "insert", "path": "/repo/src/queue/retry.py", "insert_line": 0, "new_str": "import random\n"},
+        "The file /repo/src/queue/retry.py has been edited.",
+    )
+    t.call("bash", {"command": "python -m pytest -q"}, "......\n6 passed in 0.11s")
+    t.answer("Backoff now has jitter; tests pass.")
+    # bursts of distinct reads; the duplicate view of retry.py in the second burst is twice, not in a row
+    # and never a third time; the re-view after the edit is in a new epoch
+    return t.healthy("Coding agent reading files in parallel bursts (one file asked twice in a burst), edit, tests.")
+
+
+@scenario
+def parallel_identical_calls_repeat_loop() -> Trace:
+    t = Trace("parallel_identical_calls_repeat_loop")
+    t.call(
+        "get_order",
+        {"order_id": "ORD-7710"},
+        {"order_id": "ORD-7710", "carrier": "ups", "tracking": "1Z999AA10123456784", "promised_by": "2025-11-28"},
+    )
+    t.turn()
+    args = {"carrier": "ups", "tracking_number": "1Z999AA10123456784"}
+    out = {
+        "tracking_number": "1Z999AA10123456784",
+        "last_event": {"at": "2025-11-27T21:14:00Z", "where": "Koeln, DE", "what": "Departed from facility"},
+        "eta": None,
+    }
+    t.call("track_shipment", args, out)
+    t.turn()
+    onset = t.call("track_shipment", args, out)
+    t.turn()
+    burst = t.parallel([("track_shipment", args, out)] * 3)
+    t.turn()
+    t.call(
+        "open_carrier_claim",
+        {"carrier": "ups", "tracking_number": "1Z999AA10123456784", "type": "late_delivery"},
+        {"claim_id": "UPS-CL-55102"},
+    )
+    t.answer("The parcel left Cologne on 27 Nov with no update since; I've opened a UPS trace (UPS-CL-55102).")
+    # the docs' worked example (docs/escalation.md, turn 3): two identical tracking calls with the same
+    # answer, then the model asks for the same call three times at once. The first of them is the 3rd
+    # identical call in a row -> Repeat; all three calls of that turn share one step: advise, x3
+    return t.loop(
+        "repeat",
+        burst[0],
+        onset,
+        f"Same tracking call twice, then three times in one parallel turn: calls {burst[0]}-{burst[2]} all advised.",
+    )
+
+
+@scenario
+def parallel_identical_batch_then_again() -> Trace:
+    t = Trace("parallel_identical_batch_then_again")
+    t.call(
+        "get_ticket",
+        {"ticket_id": 61877},
+        {"subject": "Can't enable SSO: 'domain not verified'", "org_id": 4410},
+    )
+    t.turn()
+    args = {"article_id": "kb-sso-domain"}
+    art = (
+        "Verifying your domain. Add the TXT record shown under Settings > Security > Domains to your DNS, "
+        "then press Verify. DNS changes can take up to 48 hours. SSO can be enabled once a domain is verified."
+    )
+    burst = t.parallel([("get_article", args, art)] * 3)
+    t.turn()
+    at = t.call("get_article", args, art)
+    t.turn()
+    t.call(
+        "get_org_domains",
+        {"org_id": 4410},
+        [{"domain": "brightlane.example", "verified": False, "txt": "acme-verify=6f1d2c1e"}],
+    )
+    t.answer("The domain still needs its TXT record; I've sent the customer the exact value.")
+    # three identical calls in one message: when each is checked, the earlier ones have not returned yet,
+    # so "the previous 2 returned the same result" is not true for any of them (docs/detectors.md: detectors
+    # are asked before the call runs). They then return the same article; asking for it a 4th time is the
+    # 3rd identical call in a row after two identical results -> Repeat
+    return t.loop(
+        "repeat",
+        at,
+        burst[1],
+        "The same KB article asked three times in one parallel turn, then once more in the next turn.",
+    )
+
+
+@scenario
+def parallel_cycle_in_batches() -> Trace:
+    t = Trace("parallel_cycle_in_batches")
+    ed = "str_replace_based_edit_tool"
+    t.call(
+        "bash",
+        {"command": "python -m pytest -q tests/test_invoice_pdf.py"},
+        "F\nE   AssertionError: footer missing VAT id\n1 failed in 0.31s",
+        error=True,
+    )
+    t.turn()
+    pdf = cat_n(
+        "/repo/billing/pdf.py",
+        "def render(invoice):\n    doc = Doc()\n    doc.header(invoice.seller)\n    doc.lines(invoice.lines)\n"
+        "    doc.footer(invoice.seller.address)\n    return doc.bytes()\n",
+    )
+    test = cat_n(
+        "/repo/tests/test_invoice_pdf.py",
+        "def test_footer_has_vat_id():\n    text = extract(render(sample()))\n    assert 'DE811907980' in text\n",
+    )
+    pair = [
+        (ed, {"command": "view", "path": "/repo/billing/pdf.py"}, pdf),
+        (ed, {"command": "view", "path": "/repo/tests/test_invoice_pdf.py"}, test),
+    ]
+    t.parallel(pair)
+    t.turn()
+    second = t.parallel(pair)
+    t.turn()
+    third = t.parallel(pair)
+    t.turn()
+    t.call(
+        ed,
+        {
+            "command": "str_replace",
+            "path": "/repo/billing/pdf.py",
+            "old_str": "    doc.footer(invoice.seller.address)",
+            "new_str": "    doc.footer(invoice.seller.address, vat_id=invoice.seller.vat_id)",
+        },
+        "The file /repo/billing/pdf.py has been edited.",
+    )
+    t.call("bash", {"command": "python -m pytest -q tests/test_invoice_pdf.py"}, ".\n1 passed in 0.29s")
+    # the same two views asked in parallel three turns in a row: the second batch is a stale pass of a
+    # period-2 cycle, so the first call of the third batch starts its third pass -> Cycle (and its twin in
+    # the same turn gets the same advice)
+    return t.loop("cycle", third[0], second[0], "Two files viewed in parallel, the same pair three turns in a row.")
+
+
+@scenario
+def parallel_drift_batches() -> Trace:
+    t = Trace("parallel_drift_batches")
+    t.call(
+        "read_file",
+        {"path": "notes/task.md"},
+        "Find a peer-reviewed study measuring heat pump efficiency in Nordic apartment blocks built before 1970.",
+    )
+    t.turn()
+    empty = {"papers": [], "total": 0}
+    qs = [
+        "heat pump efficiency nordic apartment blocks",
+        "air source heat pump pre-1970 multifamily Sweden",
+        "seasonal COP retrofit apartment Finland",
+        "district heating vs heat pump old apartment buildings Norway",
+        "exhaust air heat pump 1960s apartment measured",
+        "heat pump retrofit million programme housing",
+        "nordic multifamily heat pump field study",
+        "ground source heat pump apartment retrofit Denmark",
+    ]
+    first = t.parallel([("search_papers", {"query": q, "peer_reviewed": True}, empty) for q in qs[:3]])
+    t.turn()
+    t.parallel([("search_papers", {"query": q, "peer_reviewed": True}, empty) for q in qs[3:6]])
+    t.turn()
+    third = t.parallel([("search_papers", {"query": q, "peer_reviewed": True}, empty) for q in qs[6:]])
+    t.turn()
+    # Drift counts calls that RETURNED nothing new: when the second batch is checked only the first
+    # batch (3) has returned; when the third batch is checked, 6 empty searches have returned (>= 5) while
+    # nothing new came back anywhere -> its first call is intercepted (a sequential run would have been
+    # caught one call earlier, at the 6th search)
+    return t.loop(
+        "drift",
+        third[0],
+        first[1],
+        "Reworded paper searches in parallel batches of three; every one comes back empty.",
+    )
+
+
+@scenario
+def parallel_healthy_fanout_lookups() -> Trace:
+    t = Trace("parallel_healthy_fanout_lookups")
+    t.call(
+        "list_orders",
+        {"customer_id": "cus_5521", "since": "2025-10-01"},
+        ["ORD-9001", "ORD-9017", "ORD-9040", "ORD-9066", "ORD-9102"],
+    )
+    t.turn()
+    status = {
+        "ORD-9001": "delivered",
+        "ORD-9017": "delivered",
+        "ORD-9040": "returned",
+        "ORD-9066": "delivered",
+        "ORD-9102": "delivered",
+    }
+    t.parallel(
+        [
+            ("get_order", {"order_id": o}, {"order_id": o, "state": s, "total_eur": 20 + 7 * i})
+            for i, (o, s) in enumerate(status.items())
+        ]
+        + [("get_order", {"order_id": "ORD-9001"}, {"order_id": "ORD-9001", "state": "delivered", "total_eur": 20})]
+    )
+    t.turn()
+    t.parallel(
+        [
+            (
+                "get_shipment",
+                {"order_id": o},
+                {"order_id": o, "carrier": "gls", "delivered_on": f"2025-11-{10 + i:02d}"},
+            )
+            for i, o in enumerate(["ORD-9001", "ORD-9017", "ORD-9066", "ORD-9102"])
+        ]
+    )
+    t.turn()
+    t.call("get_return", {"order_id": "ORD-9040"}, {"rma": "RMA-4410", "refund_eur": 34.0, "received": "2025-11-20"})
+    t.answer("Four orders delivered, one returned (RMA-4410, EUR 34 refunded).")
+    # distinct lookups fanned out in parallel; ORD-9001 asked twice in the same message (not in a row, and
+    # never again)
+    return t.healthy("Support agent fanning out order and shipment lookups in parallel (one duplicate in a burst).")
+
+
+# -------------------------------------------------------------------------------------------------
+# productive work after advice: the later, unrelated signal is advised again, not blocked
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def after_advice_repeat_then_drift() -> Trace:
+    t = Trace("after_advice_repeat_then_drift")
+    t.call(
+        "get_ticket",
+        {"ticket_id": 70112},
+        {"subject": "Okta SCIM provisioning stopped creating users", "org_id": 2291, "priority": "high"},
+    )
+    t.call("search_kb", {"query": "okta scim provisioning"}, [{"id": "kb-812", "title": "Set up SCIM with Okta"}])
+    t.turn()
+    art = (
+        "Set up SCIM with Okta. 1) Create an API token with the scim:write scope. 2) Paste the base URL "
+        "https://api.example.com/scim/v2 in Okta. 3) Enable Create Users and Update User Attributes."
+    )
+    t.call("get_article", {"id": "kb-812"}, art)
+    t.turn()
+    onset = t.call("get_article", {"id": "kb-812"}, art)
+    t.turn()
+    at = t.call("get_article", {"id": "kb-812"}, art)  # 3rd identical call, same text: Repeat, advise
+    t.turn()
+    # productive work: four calls that each bring something new (cooldown is 3)
+    t.call("get_org", {"org_id": 2291}, {"name": "Northwind", "plan": "enterprise", "scim_enabled": True})
+    t.call(
+        "list_api_tokens",
+        {"org_id": 2291},
+        [{"id": "tok_81", "scopes": ["scim:read"], "created": "2025-11-27"}, {"id": "tok_12", "scopes": ["admin"]}],
+    )
+    t.call(
+        "get_audit_log",
+        {"org_id": 2291, "action": "scim.user.create", "limit": 5},
+        [{"at": "2025-11-27T10:02:11Z", "result": "403 missing scope scim:write"}],
+    )
+    t.turn()
+    t.call(
+        "update_ticket",
+        {"ticket_id": 70112, "internal_note": "token tok_81 lacks scim:write since rotation on 27 Nov"},
+        {"ok": True},
+    )
+    t.turn()
+    # then an unrelated loop: reworded searches for a rotation guide, all empty, nothing new anywhere
+    later = [
+        t.call("search_kb", {"query": q}, "0 results")
+        for q in [
+            "rotate scim token",
+            "scim token scopes rotation",
+            "regenerate provisioning token okta",
+            "scim write scope missing",
+            "api token rotation scim",
+            "replace okta scim token",
+        ]
+    ]
+    t.turn()
+    t.answer("Root cause: the rotated token tok_81 lacks scim:write. Asked the admin to add the scope.")
+    # first intervention: Repeat at the 3rd identical get_article. Four new results (org, tokens, audit log,
+    # the note) follow: cooldown reached, the loop is over. The empty searches then make a Drift loop (5
+    # empty results, the 6th search, later[5]): another loop after new work -> advised again, not blocked
+    return t.loop(
+        "repeat",
+        at,
+        onset,
+        f"KB article fetched three times (advised), then real progress; the later drift at call {later[5]} "
+        "is advised too.",
+    )
+
+
+@scenario
+def after_advice_cycle_then_flipflop() -> Trace:
+    t = Trace("after_advice_cycle_then_flipflop")
+    ed = "str_replace_editor"
+    path = "/repo/app/rate_limit.py"
+    src = "WINDOW_S = 60\nLIMIT = 100\n\n\ndef allowed(hits):\n    return len(hits) < LIMIT\n"
+    view = {"command": "view", "path": path}
+    test = {"command": "python -m pytest -q tests/test_rate_limit.py"}
+    fail0 = "F.\nE   assert allowed([0] * 100) is True\n1 failed, 1 passed in 0.08s"
+    t.call(ed, view, cat_n(path, src))
+    t.call("bash", test, fail0, error=True)
+    t.turn()
+    onset = t.call(ed, view, cat_n(path, src))
+    t.call("bash", test, fail0.replace("0.08s", "0.07s"), error=True)
+    t.turn()
+    at = t.call(ed, view, cat_n(path, src))  # the third pass of view / test: Cycle, advise
+    t.turn()
+    t.call(
+        ed,
+        {"command": "view", "path": "/repo/tests/test_rate_limit.py"},
+        cat_n(
+            "/repo/tests/test_rate_limit.py",
+            "def test_limit_inclusive():\n    assert allowed([0] * 100) is True\n\n\ndef test_over():\n"
+            "    assert allowed([0] * 101) is False\n",
+        ),
+    )
+    lt, le = "    return len(hits) < LIMIT", "    return len(hits) <= LIMIT"
+    fwd = {"command": "str_replace", "path": path, "old_str": lt, "new_str": le}
+    back = {"command": "str_replace", "path": path, "old_str": le, "new_str": lt}
+    fail1 = ".F\nE   assert allowed([0] * 101) is False\n1 failed, 1 passed in 0.08s"
+    ok = "The file /repo/app/rate_limit.py has been edited."
+    t.call(ed, fwd, ok)
+    t.call("bash", {"command": "python -m pytest -q tests/test_rate_limit.py"}, fail1, error=True)
+    t.turn()
+    # three new since the advice (the test file, the edit, a new failure): the cycle is over
+    t.call(ed, back, ok)  # a return, after a visit with news (the first run with `<=`)
+    t.call("bash", test, fail0, error=True)  # what this state gave before: a fruitless visit
+    t.turn()
+    t.call(ed, fwd, ok)  # a return after a fruitless visit (1)
+    t.call("bash", test, fail1, error=True)  # fruitless again
+    t.turn()
+    flip = t.call(ed, back, ok)  # the 2nd return after a fruitless visit: EditLoop
+    t.call("bash", test, fail0, error=True)
+    t.turn()
+    t.call(
+        ed,
+        {"command": "view", "path": "/repo/tests/conftest.py"},
+        cat_n("/repo/tests/conftest.py", "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef limit():\n    ...\n"),
+    )
+    t.answer("The two tests contradict each other: the limit can't be both inclusive and exclusive. Asking.")
+    # first intervention: Cycle at the third view. After three new results the agent flips `<` / `<=`: the
+    # 2nd return of rate_limit.py to an earlier content after a fruitless visit (call `flip`) is an EditLoop
+    # signal about another loop after new work -> advise again, not block
+    return t.loop(
+        "cycle",
+        at,
+        onset,
+        f"View/test ping-pong (advised), then new work, then a '<' vs '<=' flip-flop advised again at call {flip}.",
+    )
+
+
+@scenario
+def after_advice_drift_then_repeat() -> Trace:
+    t = Trace("after_advice_drift_then_repeat")
+    t.call(
+        "get_conversation",
+        {"conversation_id": "cv_9031"},
+        {"messages": [{"from": "customer", "text": "I ordered a standing desk in October, where is it?"}]},
+    )
+    t.turn()
+    idx = [
+        t.call("search_orders", q, [])
+        for q in [
+            {"customer_name": "Priya Raman", "month": "2025-10"},
+            {"customer_name": "P. Raman"},
+            {"product": "standing desk", "month": "2025-10"},
+            {"email": "priya.raman@example.com"},
+            {"phone": "+44 7700 900461"},
+            {"customer_name": "Priya Raman"},
+        ]
+    ]
+    t.turn()
+    # idx[0..4]: 5 empty results while nothing new came back -> idx[5] is intercepted (Drift, advise)
+    t.call("get_customer", {"conversation_id": "cv_9031"}, {"customer_id": "cus_7781", "email": "praman@example.co.uk"})
+    t.call("list_orders", {"customer_id": "cus_7781"}, [{"order_id": "ORD-66120", "item": "Standing desk 160x80"}])
+    t.call(
+        "get_order",
+        {"order_id": "ORD-66120"},
+        {"order_id": "ORD-66120", "carrier": "dhl-freight", "tracking": "DHLF-88120-3"},
+    )
+    t.turn()
+    args = {"carrier": "dhl-freight", "tracking_number": "DHLF-88120-3"}
+    out = {"events": [{"at": "2025-11-21", "what": "Held at depot: delivery appointment needed"}]}
+    t.call("track_shipment", args, out)
+    t.turn()
+    t.call("track_shipment", args, out)
+    t.turn()
+    later = t.call("track_shipment", args, out)
+    t.turn()
+    t.answer("Your desk is held at the DHL Freight depot waiting for a delivery appointment; here's the link to book.")
+    # first intervention: Drift at idx[5]. Then four new results (customer, orders, order, first tracking
+    # answer): the loop is over. The tracking call made three times in a row is Repeat on another loop ->
+    # advise again (call `later`), not block
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        f"Order search by guesses (advised), then the right lookups; the later repeated tracking (call {later}) "
+        "is advised too.",
+    )
+
+
+@scenario
+def after_advice_one_new_read_then_cycle() -> Trace:
+    t = Trace("after_advice_one_new_read_then_cycle")
+    q = {"query": "EU battery regulation due diligence obligations date"}
+    hits = [
+        {"title": "Battery Regulation (EU) 2023/1542", "url": "https://example.eu/reg-2023-1542"},
+        {"title": "Due diligence postponed to 2027", "url": "https://example.eu/dd-2027"},
+    ]
+    t.call("web_search", q, hits)
+    t.turn()
+    onset = t.call("web_search", q, hits)
+    t.turn()
+    at = t.call("web_search", q, hits)  # Repeat, advise
+    t.turn()
+    p1 = "Regulation (EU) 2023/1542, Article 48: due diligence policies for economic operators placing batteries."
+    p2 = "The Omnibus IV proposal moves the due diligence obligations from 18 August 2025 to 18 August 2027."
+    a = ("fetch_url", {"url": "https://example.eu/reg-2023-1542"}, p1)
+    b = ("fetch_url", {"url": "https://example.eu/dd-2027"}, p2)
+    t.call(*a)  # new
+    t.call(*b)  # new
+    t.turn()
+    t.call(*a)  # stale
+    t.call(*b)  # stale
+    t.turn()
+    later = t.call(*a)  # third pass: Cycle
+    t.turn()
+    t.answer("Due diligence obligations now apply from 18 August 2027 (moved from 18 August 2025).")
+    # first intervention: Repeat at the 3rd identical search. Two new pages follow (fewer than the cooldown
+    # of 3), then a period-2 re-read cycle over them: "a signal about another loop after new work" starts
+    # again at advice (docs/escalation.md), so the cycle at call `later` is advised, not blocked
+    return t.loop(
+        "repeat",
+        at,
+        onset,
+        f"Search repeated (advised), two new pages, then re-reading them: the cycle at call {later} is advised too.",
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# status words in ordinary prose: not pending
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def pending_prose_editor_view_cycle() -> Trace:
+    t = Trace("pending_prose_editor_view_cycle")
+    ed = "str_replace_based_edit_tool"
+    t.call(
+        "bash",
+        {"command": "python -m pytest -q tests/test_proration.py"},
+        "F\nE   assert prorate(3000, 15, 30) == 1500\nE    +  where 1450 = prorate(3000, 15, 30)\n1 failed in 0.12s",
+        error=True,
+    )
+    t.turn()
+    a = (
+        ed,
+        {"command": "view", "path": "/repo/billing/proration.py"},
+        cat_n(
+            "/repo/billing/proration.py",
+            "def prorate(amount_cents, days_used, days_in_period):\n    share = (days_used - 1) / days_in_period\n"
+            "    return round(amount_cents * (1 - share))\n",
+        ),
+    )
+    b = (
+        ed,
+        {"command": "view", "path": "/repo/tests/test_proration.py"},
+        cat_n(
+            "/repo/tests/test_proration.py",
+            "from billing.proration import prorate\n\n\ndef test_half_month():\n"
+            "    assert prorate(3000, 15, 30) == 1500\n",
+        ),
+    )
+    t.call(*a)
+    t.call(*b)
+    t.turn()
+    onset = t.call(*a)
+    t.call(*b)
+    t.turn()
+    at = t.call(*a)
+    t.call(*b)
+    t.turn()
+    # "Here's the result of running `cat -n` on ..." is a status word inside other prose, not a pending
+    # status (docs/detectors.md names this exact sentence): the re-views are stale, and the third pass of
+    # the period-2 cycle is intercepted
+    return t.loop("cycle", at, onset, "Editor view ping-pong; every output starts 'Here's the result of running'.")
+
+
+@scenario
+def pending_prose_log_running_cycle() -> Trace:
+    t = Trace("pending_prose_log_running_cycle")
+    t.call(
+        "get_incident",
+        {"id": "INC-5120"},
+        {"title": "Deploy of api v2.41 rolled back automatically", "since": "2025-11-30T04:10:00Z"},
+    )
+    t.turn()
+    logs = (
+        "04:09:58 INFO deployer: finished running 14 migrations in 0.8s\n"
+        "04:10:02 WARN hooks: post_deploy hook exited 1 after running for 31s\n"
+        "04:10:03 INFO deployer: rollback to v2.40 started by health gate\n"
+        "04:10:40 INFO deployer: rollback complete, 12/12 pods on v2.40\n"
+    )
+    three = [
+        ("query_logs", {"service": "deployer", "window": "1h", "level": "INFO"}, logs),
+        (
+            "get_deploy",
+            {"service": "api", "version": "v2.41"},
+            {"version": "v2.41", "outcome": "rolled_back", "gate": "post_deploy hook"},
+        ),
+        (
+            "read_file",
+            {"path": "deploy/hooks/post_deploy.sh"},
+            numbered("#!/bin/sh\nset -e\n./bin/warm-cache --all\ncurl -fsS http://localhost:8080/ready\n"),
+        ),
+    ]
+    for tool, args, out in three:
+        t.call(tool, args, out)
+    t.turn()
+    onset = t.calls + 1
+    for _ in range(2):
+        for tool, args, out in three:
+            t.call(tool, args, out)
+        t.turn()
+    # "finished running 14 migrations", "after running for 31s": log prose, no stated status; the outcome
+    # is rolled_back. The second pass is stale -> the third pass of the period-3 cycle is intercepted
+    return t.loop(
+        "cycle",
+        onset + 3,
+        onset,
+        "Logs, deploy record and hook script re-read in a loop; the logs say 'running' in passing.",
+    )
+
+
+@scenario
+def pending_prose_ls_pending_repeat() -> Trace:
+    t = Trace("pending_prose_ls_pending_repeat")
+    t.call(
+        "bash",
+        {"command": "cat README.md | head -5"},
+        "# finance-exports\n\nMonthly refund exports land in exports/. See docs/layout.md.\n",
+    )
+    t.turn()
+    ls = (
+        "total 40\ndrwxr-xr-x 2 fin fin 4096 Nov 30 06:00 pending\n"
+        "-rw-r--r-- 1 fin fin 8812 Nov 30 06:00 pending_refunds_2025-11.csv\n"
+        "-rw-r--r-- 1 fin fin 7430 Oct 31 06:00 pending_refunds_2025-10.csv\n"
+        "-rw-r--r-- 1 fin fin 1204 Nov 30 06:00 running_totals.xlsx\n"
+    )
+    cmd = {"command": "ls -la exports/"}
+    t.call("bash", cmd, ls)
+    t.turn()
+    onset = t.call("bash", cmd, ls)
+    t.turn()
+    at = t.call("bash", cmd, ls)
+    t.turn()
+    t.call(
+        "bash", {"command": "wc -l exports/pending_refunds_2025-11.csv"}, "141 exports/pending_refunds_2025-11.csv\n"
+    )
+    t.answer("141 refunds in the November export.")
+    # 'pending' and 'running' are parts of file names in a listing, not a stated status: Repeat keeps its
+    # threshold of 3 (not pending_threshold=12)
+    return t.loop(
+        "repeat", at, onset, "The same `ls` three times; the listing has files named pending_* and running_*."
+    )
+
+
+@scenario
+def pending_prose_git_log_cycle() -> Trace:
+    t = Trace("pending_prose_git_log_cycle")
+    t.call("bash", {"command": "git status --short"}, " M worker/queue.py\n")
+    t.turn()
+    log = (
+        "4e1a2b3 queue: drop jobs stuck in pending for more than an hour\n"
+        "9f8e7d6 worker: log a warning while running hooks\n"
+        "0c1d2e3 queue: retry pending acks on reconnect\n"
+    )
+    show = (
+        "commit 4e1a2b3\nAuthor: R. Iyer\n\n    queue: drop jobs stuck in pending for more than an hour\n\n"
+        "diff --git a/worker/queue.py b/worker/queue.py\n@@ -88,6 +88,9 @@\n+    if job.age > 3600:\n"
+        "+        drop(job)\n"
+    )
+    a = ("bash", {"command": "git log --oneline -3 -- worker/queue.py"}, log)
+    b = ("bash", {"command": "git show 4e1a2b3 -- worker/queue.py"}, show)
+    t.call(*a)
+    t.call(*b)
+    t.turn()
+    onset = t.call(*a)
+    t.call(*b)
+    t.turn()
+    at = t.call(*a)
+    t.call(*b)
+    t.turn()
+    # commit messages that mention 'pending' and 'running' are prose; the outputs are unchanged in the
+    # epoch (git log / git show write nothing), so the second pass is stale -> third pass intercepted
+    return t.loop(
+        "cycle", at, onset, "git log / git show ping-pong over commits about 'pending' jobs and 'running' hooks."
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# reworded empty searches: exploration while new files come in, drift while nothing new comes back
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def healthy_reworded_grep_while_reading_files() -> Trace:
+    t = Trace("healthy_reworded_grep_while_reading_files")
+    t.call("bash", {"command": "ls src"}, "checkout\nflags\npayments\nweb\n")
+    t.turn()
+    steps: list[tuple[str, str]] = [
+        ('grep -rn "new_checkout" src/', ""),
+        ("cat config/flags.yaml", "flags:\n  checkout_redesign: {default: false, owner: web}\n  fast_refunds: true\n"),
+        ('grep -rn "newCheckout" src/', ""),
+        ('rg -n "new-checkout"', ""),
+        (
+            "cat src/flags/client.py",
+            numbered("def is_on(name, user=None):\n    return _store.get(name, default=False)\n"),
+        ),
+        ('rg -n "NEW_CHECKOUT" --hidden', ""),
+        ('grep -rn "checkout_v2" src/ tests/', ""),
+        ('find . -name "*.flag"', ""),
+        (
+            "cat src/checkout/views.py",
+            numbered(
+                "from flags.client import is_on\n\n\ndef page(req):\n    if is_on('checkout_redesign', req.user):\n"
+            ),
+        ),
+        ('grep -rn "redesign" tests/', ""),
+        ("cat .env.example", "FLAG_STORE=redis://localhost:6379/3\nFLAG_OVERRIDES=checkout_redesign:on\n"),
+    ]
+    for cmd, out in steps:
+        t.call("bash", {"command": cmd}, out)
+        if cmd.startswith("cat"):
+            t.turn()
+    t.answer("The 'new checkout' is the flag checkout_redesign; it is overridden on in .env.example.")
+    # up to 3 empty greps in a row, and every `cat` of a file not read before brings new content, which
+    # starts every tool's Drift count over (bash included)
+    return t.healthy("Shell agent hunting a feature flag: reworded greps come back empty while new files are read.")
+
+
+@scenario
+def healthy_reworded_kb_search_reading_tickets() -> Trace:
+    t = Trace("healthy_reworded_kb_search_reading_tickets")
+    t.call(
+        "get_ticket",
+        {"ticket_id": 88310},
+        {"subject": "Webhook deliveries to our endpoint time out since Monday", "org_id": 7731},
+    )
+    t.turn()
+    plan: list[tuple[str, Any, Any]] = [
+        ("search_kb", {"query": "webhook timeout monday"}, "0 results"),
+        ("search_kb", {"query": "webhook delivery timeout"}, "No matches found."),
+        ("list_similar_tickets", {"ticket_id": 88310}, [{"id": 88107, "subject": "Webhooks slow after TLS change"}]),
+        ("search_kb", {"query": "webhook TLS change"}, "0 results"),
+        (
+            "get_ticket",
+            {"ticket_id": 88107},
+            {"subject": "Webhooks slow after TLS change", "resolution": "see ENG-4410"},
+        ),
+        ("search_kb", {"query": "ENG-4410"}, "0 results"),
+        ("search_kb", {"query": "webhook tls 1.3 endpoint"}, "No matches found."),
+        ("get_issue", {"key": "ENG-4410"}, {"summary": "Webhook sender requires TLS 1.2+, SNI", "fix": "enable SNI"}),
+        ("search_kb", {"query": "webhook SNI"}, "0 results"),
+        ("get_org_webhooks", {"org_id": 7731}, [{"url": "https://hooks.client.example/in", "tls": "1.0"}]),
+        (
+            "search_kb",
+            {"query": "minimum tls version webhooks"},
+            [{"id": "kb-4410", "title": "Webhook TLS requirements"}],
+        ),
+    ]
+    for tool, args, out in plan:
+        t.call(tool, args, out)
+        if tool != "search_kb":
+            t.turn()
+    t.answer("Their endpoint only offers TLS 1.0; since Monday we require TLS 1.2 with SNI (kb-4410).")
+    # seven empty KB searches in all, never more than 2 in a row without a new result from another tool
+    return t.healthy("Support agent rewording KB searches (mostly empty) while each step reads a new ticket or record.")
+
+
+@scenario
+def healthy_reworded_web_search_while_fetching() -> Trace:
+    t = Trace("healthy_reworded_web_search_while_fetching")
+    t.call("read_file", {"path": "brief.md"}, "Who maintains the 'tinyquant' library now, and is it still released?")
+    t.turn()
+    empty = {"results": [], "total_results": 0}
+    for q in [
+        "tinyquant maintainer",
+        "tinyquant library new maintainer",
+        "tinyquant python quantization repo",
+        "tinyquant release 2025",
+        "tinyquant github",
+    ]:
+        t.call("web_search", {"query": q}, empty)
+    t.turn()
+    # 5 empty searches: a 6th search would now be intercepted, but the agent reads a page first
+    t.call(
+        "fetch_url",
+        {"url": "https://pypi.org/project/tinyquant/"},
+        "tinyquant 0.9.4. Released: Oct 2, 2025. Maintainers: hsato, qdata-bot. Project links: Source (codeberg).",
+    )
+    t.turn()
+    t.call("web_search", {"query": "tinyquant codeberg"}, empty)
+    t.call("web_search", {"query": "hsato tinyquant"}, empty)
+    t.call(
+        "fetch_url",
+        {"url": "https://codeberg.org/hsato/tinyquant"},
+        "hsato/tinyquant: int4/int8 post-training quantization. 412 commits. Latest tag v0.9.4. "
+        "Moved from GitHub in 2024.",
+    )
+    t.turn()
+    t.call("web_search", {"query": "tinyquant moved from github 2024"}, empty)
+    t.call(
+        "fetch_url",
+        {"url": "https://codeberg.org/hsato/tinyquant/releases"},
+        "v0.9.4 (2025-10-02), v0.9.3 (2025-06-17), v0.9.2 (2025-02-01)",
+    )
+    t.answer("Maintained by hsato on Codeberg since 2024; releases continue (v0.9.4, Oct 2025).")
+    # the new PyPI page comes back before a 6th search: any call that brings new content starts every
+    # tool's count over, so the searches after it start from 0 (at most 2 in a row)
+    return t.healthy("Research agent: five empty web searches, then new pages between the next reworded searches.")
+
+
+@scenario
+def drift_mcp_linear_search_json_text() -> Trace:
+    t = Trace("drift_mcp_linear_search_json_text")
+    t.call(
+        "mcp__linear__get_issue",
+        {"id": "ENG-2210"},
+        '{"identifier": "ENG-2210", "title": "Export job drops rows with emoji in names", "team": "Data"}',
+    )
+    t.turn()
+    qs = [
+        "emoji export",
+        "unicode csv export",
+        "utf8mb4 export truncation",
+        "export drops rows",
+        "csv encoding emoji",
+        "surrogate pairs export",
+        "export unicode names",
+    ]
+    idx = []
+    for i, q in enumerate(qs):
+        idx.append(
+            t.call(
+                "mcp__linear__search_issues",
+                {"query": q, "team": "Data", "includeArchived": True},
+                '{"issues": [], "pageInfo": {"hasNextPage": false, "endCursor": null}}',
+            )
+        )
+        if i % 2:
+            t.turn()
+    # MCP text content that is JSON is read as the JSON it contains: issues is "a collection field that is
+    # empty" (pageInfo only says there is no next page) -> an empty result. Five empties after the issue
+    # lookup, nothing new anywhere -> the 6th search
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        "MCP Linear search reworded seven times; each answer is JSON text with an empty issues list.",
+    )
+
+
+@scenario
+def drift_two_search_tools_alternating() -> Trace:
+    t = Trace("drift_two_search_tools_alternating")
+    t.call(
+        "get_conversation",
+        {"conversation_id": "cv_4471"},
+        {"messages": [{"from": "customer", "text": "Does the Halden desk lamp work with 110V? Moving to Canada."}]},
+    )
+    t.turn()
+    pairs = [
+        ("halden lamp 110v", "halden lamp voltage"),
+        ("halden desk lamp voltage", "halden lamp 110 volt canada"),
+        ("halden lamp power supply", "halden lamp adapter us"),
+        ("desk lamp 110-240v", "halden transformer"),
+        ("halden lamp specifications", "halden lamp input voltage"),
+        ("halden LED driver", "halden lamp north america"),
+    ]
+    kb = []
+    for qk, qw in pairs:
+        kb.append(t.call("search_kb", {"query": qk}, "0 results"))
+        t.call("search_product_docs", {"query": qw, "product": "Halden"}, {"documents": [], "total": 0})
+        t.turn()
+    # Drift counts per tool, while no call of the session brings anything new: search_kb's 6th call comes
+    # after its own 5 empty results (search_product_docs has had only 5 calls then)
+    return t.loop(
+        "drift",
+        kb[5],
+        kb[1],
+        "Two search tools alternated with reworded queries; both always empty.",
+    )
+
+
+@scenario
+def drift_sql_reworded_empty_rows() -> Trace:
+    t = Trace("drift_sql_reworded_empty_rows")
+    desc = {"table": "subscriptions", "columns": ["id", "account_id", "plan", "status", "cancelled_at", "reason"]}
+    t.call("describe_table", {"table": "subscriptions"}, desc)
+    t.turn()
+    sqls = [
+        "SELECT id, reason FROM subscriptions WHERE reason = 'price' AND cancelled_at >= '2025-11-01'",
+        "SELECT id FROM subscriptions WHERE reason ILIKE '%price%' AND cancelled_at >= '2025-11-01'",
+        "SELECT id FROM subscriptions WHERE reason = 'too_expensive' AND cancelled_at >= '2025-11-01'",
+        "SELECT id FROM subscriptions WHERE status = 'cancelled' AND reason = 'pricing'",
+        "SELECT id FROM subscriptions WHERE lower(reason) LIKE 'cost%' AND cancelled_at >= '2025-11-01'",
+        "SELECT id FROM subscriptions WHERE reason IN ('price','pricing','cost') AND cancelled_at > '2025-10-31'",
+    ]
+    idx = []
+    for i, sql in enumerate(sqls):
+        idx.append(t.call("run_sql", {"sql": sql}, {"rows": [], "rowcount": 0}))
+        if i == 2:
+            t.call("describe_table", {"table": "subscriptions"}, desc)  # the same columns again: stale
+        t.turn()
+    # rows is an empty collection field: empty. The re-described table is stale, not new, so nothing new
+    # comes back anywhere: after 5 empty queries the 6th is intercepted
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        "Data agent rewording the same SQL question; every query returns no rows.",
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# values a repr would hide, and markup that is content
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def healthy_objects_long_array_middle_differs() -> Trace:
+    t = Trace("healthy_objects_long_array_middle_differs")
+    t.call(
+        "list_cameras", {"site": "warehouse-3"}, [{"id": "dock-3", "res": [32, 64]}, {"id": "gate-1", "res": [32, 64]}]
+    )
+    t.turn()
+    base = [(17 * i) % 251 for i in range(2048)]
+    args = {"camera": "dock-3", "format": "grey8", "roi": "full"}
+    for k in range(4):
+        frame = list(base)
+        for j in range(1016, 1032):  # something moves in the middle of the frame
+            frame[j] = (frame[j] + 40 * (k + 1)) % 256
+        t.call("read_sensor_frame", args, {"shape": [32, 64], "dtype": "uint8", "values": frame}, think=2.0)
+        t.turn()
+    t.answer("Motion in the centre of dock-3 (rows 15-16) across four frames; the rest of the frame is static.")
+    # the same call four times; the results differ only at values[1016:1032], deep inside a 2048-long array.
+    # Values compare in full (no repr, which elides the middle): the results are not equal, so nothing is a
+    # repeat or stale ("results that change reset the count")
+    return t.healthy("Four frames of the same camera: 2048-value arrays that differ only in the middle.")
+
+
+@scenario
+def healthy_objects_long_text_middle_differs() -> Trace:
+    t = Trace("healthy_objects_long_text_middle_differs")
+    t.call(
+        "get_incident",
+        {"id": "INC-2291"},
+        {"title": "Card payments degraded", "status_page": "https://status.psp.example"},
+    )
+    t.turn()
+    regions = ("eu-west", "eu-central", "eu-north", "us-east", "us-west", "ca-central", "ap-south", "ap-east")
+    services = ("Card payments API", "Payouts", "Dashboard", "Webhooks", "Disputes", "Reporting", "Identity", "3DS")
+    comps = [f"Region {r} / {svc}" for r in regions for svc in services]
+    states = ["degraded performance", "partial outage", "degraded performance", "operational"]
+    args = {"url": "https://status.psp.example/history?component=all"}
+    for k, state in enumerate(states):
+        rows = []
+        for n, c in enumerate(comps):
+            s = state if n == 24 else "operational"  # 'Region us-east / Card payments API', mid-page
+            rows.append(f"<tr><td>{c}</td><td>{s}</td><td>99.9{n % 10}% uptime over 90 days</td></tr>")
+        page = (
+            f"<html><head><title>PSP status</title></head><body><p>Page generated 2025-11-30T09:{10 + 4 * k}:02Z</p>"
+            "<table>" + "\n".join(rows) + "</table>"
+            "<footer>Subscribe to updates. Times are UTC. Powered by statuskit.</footer></body></html>"
+        )
+        assert len(page) > 6000
+        assert 2048 < page.index("us-east / Card") < len(page) - 2048
+        t.call("fetch_url", args, page, think=30.0)
+        t.turn()
+    t.answer("us-east card payments went degraded, partial outage, degraded and are now operational again.")
+    # a text over 4 KiB is scrubbed in its first and last 2 KiB and compared as it is in between: the row
+    # that changes sits in the middle, so the four pages are four different results (never a repeat)
+    return t.healthy("A status page fetched four times; the only change is one row in the middle of a 6 KiB page.")
+
+
+@scenario
+def objects_repr_address_repeat() -> Trace:
+    t = Trace("objects_repr_address_repeat")
+    t.call(
+        "python",
+        {"code": "import stripe\nprint(stripe.VERSION)"},
+        "11.2.0",
+    )
+    t.turn()
+    args = {"code": "sub = stripe.Subscription.retrieve('sub_1QbX9h')\nsub"}
+    idx = []
+    for addr in ["0x7f3a9c2e1d30", "0x7f3a9c2e4f10", "0x7f3a9c1b7a60"]:
+        idx.append(t.call("python", args, f"<stripe.Subscription object at {addr}>"))
+        t.turn()
+    t.call(
+        "python",
+        {"code": "sub = stripe.Subscription.retrieve('sub_1QbX9h')\nprint(sub.status, sub.cancel_at_period_end)"},
+        "past_due False",
+    )
+    t.answer("sub_1QbX9h is past_due and not set to cancel.")
+    # the tool shows only a default repr: memory addresses are volatile and scrubbed, so the three outputs
+    # are the same text (an unpaired <...> tag is content, not markup, so the text is not empty either); the
+    # same call three times in a row with the same result -> Repeat
+    return t.loop(
+        "repeat",
+        idx[2],
+        idx[1],
+        "A REPL tool printing `<stripe.Subscription object at 0x...>` three times for the same expression.",
+    )
+
+
+@scenario
+def healthy_objects_unpaired_article_tags() -> Trace:
+    t = Trace("healthy_objects_unpaired_article_tags")
+    outs = [
+        ("non-compete clause enforceability", "<article 1184>\n<article 2210>"),
+        ("non-compete clause employee leaving", "<article 2210>\n<article 3307>"),
+        ("restrictive covenant reasonableness", "<article 412>"),
+        ("garden leave non-compete", "<article 3307>\n<article 5120>\n<article 5121>"),
+        ("non-solicitation clients", "<article 877>"),
+        ("non-compete compensation requirement", "<article 5121>\n<article 6002>"),
+        ("non-compete duration limit", "<article 6002>\n<article 6013>"),
+    ]
+    for q, out in outs:
+        t.call("search_archive", {"query": q, "collection": "employment-law"}, out)
+    t.turn()
+    for n in ["2210", "5121", "6002"]:
+        t.call("get_article", {"id": int(n)}, f"Article {n}: summary of the ruling and the clause it concerns.")
+    t.turn()
+    t.answer("Three rulings (2210, 5121, 6002) set the limits; duration and compensation matter most.")
+    # the archive answers with article references written as unpaired tags: "only paired tags and
+    # self-closing tags are markup, an unpaired <article 0> is content". Each answer is content this tool
+    # had not returned before: new, so seven searches in a row are not drift
+    return t.healthy("Legal research: seven reworded archive searches answering with unpaired <article N> tags.")
+
+
+@scenario
+def drift_markup_empty_xml() -> Trace:
+    t = Trace("drift_markup_empty_xml")
+    t.call(
+        "get_request",
+        {"request_id": "ILL-3310"},
+        {"patron": "p_1182", "wants": "Kjeldsen, 'Fjordbyer og handel 1600-1800', Bergen 1987"},
+    )
+    t.turn()
+    qs = [
+        'dc.title="Fjordbyer og handel"',
+        'dc.title="Fjordbyer og handel 1600-1800"',
+        'dc.creator="Kjeldsen" and dc.date=1987',
+        'dc.title any "fjordbyer handel"',
+        'dc.subject="Bergen handel" and dc.date=1987',
+        'dc.creator="Kjeldsen, A." and dc.title any "fjordbyer"',
+        'cql.serverChoice="fjordbyer"',
+    ]
+    empty = "<searchRetrieveResponse>\n  <records></records>\n  <diagnostics/>\n</searchRetrieveResponse>"
+    idx = [t.call("sru_search", {"query": q, "maximumRecords": 10}, empty) for q in qs]
+    t.turn()
+    # paired tags and self-closing tags with nothing in them are markup only: an empty result. Five empty
+    # catalogue searches while nothing new comes back -> the 6th is intercepted
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        "Library catalogue (SRU) queried seven ways; every answer is an XML envelope with no records.",
+    )
+
+
+@scenario
+def drift_markup_returncode_greps() -> Trace:
+    t = Trace("drift_markup_returncode_greps")
+    t.call(
+        "bash",
+        {"command": "ls"},
+        "<returncode>0</returncode>\n<output>\nMakefile\nREADME.md\nsrc\ntests\n</output>",
+    )
+    t.turn()
+    pats = [
+        "grep -rn 'max_connections' src/",
+        "grep -rni 'maxconn' src/",
+        "grep -rn 'pool_size' src/ tests/",
+        "grep -rn 'POOL_MAX' .",
+        "grep -rn 'connections=' src/",
+        "grep -rn 'create_pool(' src/",
+        "grep -rn 'asyncpg' src/",
+    ]
+    idx = [t.call("bash", {"command": p}, "<returncode>1</returncode>\n<output>\n</output>") for p in pats]
+    t.turn()
+    # "<returncode>1</returncode><output></output>": an exit code and markup, nothing else -> empty
+    # (docs/detectors.md). Five empty greps after the listing -> the 6th is intercepted
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        "mini-swe-agent style shell: reworded greps, each answered '<returncode>1</returncode><output></output>'.",
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# edit loops: flip-flops (a file brought back to an earlier content for the 3rd time)
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def edit_flipflop_str_replace_timeout() -> Trace:
+    t = Trace("edit_flipflop_str_replace_timeout")
+    ed = "str_replace_based_edit_tool"
+    path = "/repo/src/payments/client.py"
+    t.call(
+        ed,
+        {"command": "view", "path": path},
+        cat_n(path, "class PspClient:\n    def __init__(self, base, timeout=5):\n        self.timeout = timeout\n"),
+    )
+    test = {"command": "python -m pytest -q tests/test_client.py"}
+    slow = (
+        ".F\nFAILED tests/test_client.py::test_retry_on_timeout - AssertionError: assert 2 == 3\n1 failed, 1 passed "
+        "in 5.31s"
+    )
+    hang = "F.\nFAILED tests/test_client.py::test_fast_fail - Failed: Timeout >10.0s\n1 failed, 1 passed in 10.42s"
+    t.call("bash", test, slow, error=True)
+    t.turn()
+    a, b = "    def __init__(self, base, timeout=5):", "    def __init__(self, base, timeout=30):"
+    fwd = {"command": "str_replace", "path": path, "old_str": a, "new_str": b}
+    back = {"command": "str_replace", "path": path, "old_str": b, "new_str": a}
+    done = f"The file {path} has been edited."
+    t.call(ed, fwd, done)
+    t.call("bash", test, hang, error=True)
+    t.turn()
+    t.call(ed, back, done)  # a return, after a visit that learned something (the first run at 30)
+    t.call("bash", test, slow, error=True)  # at 5 again: what this state gave before (fruitless visit)
+    t.turn()
+    onset = t.call(ed, fwd, done)  # the redo: a return after a fruitless visit (1)
+    t.call("bash", test, hang, error=True)  # at 30 again: the same failure as before in this state
+    t.turn()
+    at = t.call(ed, back, done)  # the 2nd return after a fruitless visit -> EditLoop
+    t.call("bash", test, slow, error=True)
+    t.turn()
+    # Flip-flop (docs/detectors.md): an edit back to an earlier content, after a visit that brought nothing
+    # not seen before in that state, for the 2nd time. Each edit starts an epoch (no test run is stale) and
+    # the failures alternate (no same failure). (Labelled first with the older "3rd return" rule: the same
+    # call.)
+    return t.loop(
+        "edit_loop",
+        at,
+        onset,
+        "timeout=5 / timeout=30 flipped back and forth with str_replace, a test run after each.",
+        latest=at + 2,
+    )
+
+
+@scenario
+def edit_flipflop_undo_edit() -> Trace:
+    t = Trace("edit_flipflop_undo_edit")
+    ed = "str_replace_editor"
+    path = "/repo/lib/money.py"
+    old = "    return amount.quantize(CENT, rounding=ROUND_HALF_UP)"
+    new = "    return amount.quantize(CENT, rounding=ROUND_HALF_EVEN)"
+    t.call(
+        ed,
+        {"command": "view", "path": path},
+        cat_n(
+            path,
+            f"from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal\n\nCENT = Decimal('0.01')\n\n\ndef "
+            f"round_money(amount):\n{old}\n",
+        ),
+    )
+    test = {"command": "python -m pytest -q tests/test_money.py"}
+    e_up = "F..\nE   assert round_money(Decimal('2.345')) == Decimal('2.34')\n1 failed, 2 passed in 0.03s"
+    e_even = ".F.\nE   assert round_money(Decimal('0.125')) == Decimal('0.13')\n1 failed, 2 passed in 0.03s"
+    t.call("bash", test, e_up, error=True)
+    t.turn()
+    swap = {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
+    undo = {"command": "undo_edit", "path": path}
+    t.call(ed, swap, f"The file {path} has been edited.")
+    t.call("bash", test, e_even, error=True)
+    t.turn()
+    t.call(ed, undo, f"Last edit to {path} undone successfully.")  # a return after a visit with news
+    t.call("bash", test, e_up, error=True)  # the failure this state gave before: a fruitless visit
+    t.turn()
+    onset = t.call(ed, swap, f"The file {path} has been edited.")  # return after a fruitless visit (1)
+    t.call("bash", test, e_even, error=True)  # fruitless again
+    t.turn()
+    at = t.call(ed, undo, f"Last edit to {path} undone successfully.")  # the 2nd such return -> EditLoop
+    t.call("bash", test, e_up, error=True)
+    t.turn()
+    # undo_edit moves the file back to its state before the last edit: edit, undo, redo, undo, with the
+    # same test giving the same answer in each state: the 2nd return after a fruitless visit is intercepted
+    # (the older "3rd return" rule gave the same call)
+    return t.loop(
+        "edit_loop",
+        at,
+        onset,
+        "ROUND_HALF_UP -> ROUND_HALF_EVEN, undo_edit, redo, undo_edit: the two tests want different rounding.",
+        latest=at + 2,
+    )
+
+
+@scenario
+def edit_flipflop_claude_edit() -> Trace:
+    t = Trace("edit_flipflop_claude_edit")
+    path = "/repo/web/src/lib/dates.ts"
+    t.call(
+        "Read",
+        {"file_path": path},
+        numbered("export function isoDay(d: Date): string {\n  return d.toISOString().slice(0, 10);\n}\n"),
+    )
+    t.call(
+        "Bash",
+        {"command": "npx vitest run src/lib/dates.test.ts", "description": "Run the date tests"},
+        " FAIL  src/lib/dates.test.ts > isoDay > uses the local day\nAssertionError: expected '2025-11-29' to be "
+        "'2025-11-30'\n Test Files  1 failed (1)\n      Tests  1 failed | 3 passed (4)\n   Duration  412ms",
+        error=True,
+    )
+    t.turn()
+    utc = "  return d.toISOString().slice(0, 10);"
+    local = "  return d.toLocaleDateString('en-CA');"
+    fwd = {"file_path": path, "old_string": utc, "new_string": local}
+    back = {"file_path": path, "old_string": local, "new_string": utc}
+    fail_local = (
+        " FAIL  src/lib/dates.test.ts > isoDay > is stable across locales\nAssertionError: expected '30.11.2025' to "
+        "be '2025-11-30'\n Test Files  1 failed (1)\n      Tests  1 failed | 3 passed (4)\n   Duration  398ms"
+    )
+    fail_utc = (
+        " FAIL  src/lib/dates.test.ts > isoDay > uses the local day\nAssertionError: expected '2025-11-29' to be "
+        "'2025-11-30'\n Test Files  1 failed (1)\n      Tests  1 failed | 3 passed (4)\n   Duration  405ms"
+    )
+    run = {"command": "npx vitest run src/lib/dates.test.ts", "description": "Run the date tests"}
+    t.call("Edit", fwd, cc_edited(path, "export function isoDay(d: Date): string {\n" + local + "\n}", 1))
+    t.call("Bash", run, fail_local, error=True)
+    t.turn()
+    t.call(
+        "Read",
+        {"file_path": "/repo/web/src/lib/dates.test.ts"},
+        numbered(
+            "it('uses the local day', () => { process.env.TZ = 'Pacific/Auckland'; ... });\n"
+            "it('is stable across locales', () => { setLocale('de-DE'); ... });\n"
+        ),
+    )
+    t.call("Edit", back, cc_edited(path, "export function isoDay(d: Date): string {\n" + utc + "\n}", 1))  # return 1
+    t.call("Bash", run, fail_utc, error=True)
+    t.turn()
+    onset = t.call("Edit", fwd, cc_edited(path, "export function isoDay(d: Date): string {\n" + local + "\n}", 1))
+    t.call("Bash", run, fail_local, error=True)
+    t.turn()
+    at = t.call("Edit", back, cc_edited(path, "export function isoDay(d: Date): string {\n" + utc + "\n}", 1))
+    t.call("Bash", run, fail_utc, error=True)
+    t.turn()
+    # Claude Code's Edit is a replacement (old_string -> new_string). The first swap back follows a visit
+    # with news (the first run with toLocaleDateString, the test file read); from then on each state's
+    # test run gives what it gave there before: the redo is a return after a fruitless visit (1), the next
+    # swap back the 2nd -> intercepted (the older "3rd return" rule gave the same call)
+    return t.loop(
+        "edit_loop",
+        at,
+        onset,
+        "Claude Code Edit flipping isoDay between toISOString and toLocaleDateString; each breaks the other test.",
+        latest=at + 2,
+    )
+
+
+@scenario
+def edit_flipflop_write_file_two_versions() -> Trace:
+    t = Trace("edit_flipflop_write_file_two_versions")
+    path = "/workspace/etl/schema.json"
+    t.call(
+        "read_text_file",
+        {"path": path},
+        '{"type": "object", "properties": {"amount": {"type": "number"}, "ts": {"type": "string"}}}',
+    )
+    t.turn()
+    x = (
+        '{"type": "object", "required": ["amount", "ts"], "properties": {"amount": {"type": "integer"}, "ts": '
+        '{"type": "string", "format": "date-time"}}}'
+    )
+    y = (
+        '{"type": "object", "required": ["amount", "ts"], "properties": {"amount": {"type": "number"}, "ts": '
+        '{"type": "string", "format": "date-time"}}}'
+    )
+    check = {"command": "python -m etl.validate --sample data/sample_events.jsonl"}
+    ex = "line 17: 12.5 is not of type 'integer' (properties.amount)\n1 invalid of 200"
+    ey = "line 88: amount must be an integer number of cents for currency JPY\n1 invalid of 200"
+    idx = []
+    for content, err in [(x, ex), (y, ey), (x, ex), (y, ey), (x, ex)]:
+        idx.append(t.call("write_file", {"path": path, "content": content}, f"Successfully wrote to {path}"))
+        t.call("run_command", check, err, error=True)
+        t.turn()
+    # whole-content writes: x, y (new states), x again (a return after a visit with news: the first check
+    # of y), y (a return after a fruitless visit: the check in x gave what it gave there before: 1), then
+    # x would be the 2nd such return -> EditLoop at the 5th write. The content before the first write is
+    # not known from any edit's arguments (reading it does not count). (The older "3rd return" rule gave
+    # the same call.)
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[2],
+        "MCP filesystem write_file alternating two versions of a JSON schema (integer vs number amounts).",
+        latest=idx[4] + 2,
+    )
+
+
+def _nginx_upstreams() -> tuple[str, str, str, str]:
+    """Two nginx configs (TCP vs unix socket upstream) and how each fails."""
+    v1 = (
+        "upstream app { server 127.0.0.1:8000; }\nserver {\n    listen 80;\n    location / {\n"
+        "        proxy_pass http://app;\n        proxy_set_header Host $host;\n    }\n}\n"
+    )
+    v2 = (
+        "upstream app { server unix:/run/app.sock; }\nserver {\n    listen 80;\n    location / {\n"
+        "        proxy_pass http://app;\n        proxy_set_header Host $host;\n    }\n}\n"
+    )
+    e1 = (
+        "curl: (22) The requested URL returned error: 502\n"
+        "nginx error.log: connect() failed (111: Connection refused) while connecting to upstream 127.0.0.1:8000"
+    )
+    e2 = (
+        "curl: (22) The requested URL returned error: 502\n"
+        "nginx error.log: connect() to unix:/run/app.sock failed (13: Permission denied)"
+    )
+    return v1, v2, e1, e2
+
+
+@scenario
+def edit_flipflop_heredoc_config() -> Trace:
+    t = Trace("edit_flipflop_heredoc_config")
+    t.call(
+        "bash",
+        {"command": "cat deploy/nginx.conf"},
+        "server {\n    listen 80;\n    location / { proxy_pass http://app; }\n}\n",
+    )
+    t.turn()
+    v1, v2, e1, e2 = _nginx_upstreams()
+    check = {"command": "nginx -c /srv/app/deploy/nginx.conf -s reload && curl -fsS http://localhost/healthz"}
+    idx = []
+    for body, err in [(v1, e1), (v2, e2), (v1, e1), (v2, e2), (v1, e1)]:
+        idx.append(t.call("bash", {"command": f"cat > deploy/nginx.conf <<'EOF'\n{body}EOF"}, ""))
+        t.call("bash", check, err, error=True)
+        t.turn()
+    # `cat > f <<'EOF'` gives the whole content. v1, v2 (new states), v1 again: a return, but after a visit
+    # that learned something (the first check of v2), so not counted. In v1 the check gives what it gave
+    # there before (a fruitless visit), then v2: the 1st counted return; the check in v2 repeats too, then
+    # v1 would be the 2nd return after a fruitless visit (threshold 2) -> the 5th heredoc is intercepted.
+    # (Labelled first with the older rule, "the 3rd return": the same call.)
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[2],
+        "nginx upstream rewritten with heredocs, TCP vs unix socket, back and forth; each fails its own way.",
+        latest=idx[4] + 2,
+    )
+
+
+@scenario
+def edit_flipflop_heredoc_with_deploy_copy() -> Trace:
+    t = Trace("edit_flipflop_heredoc_with_deploy_copy")
+    t.call(
+        "bash",
+        {"command": "cat deploy/nginx.conf"},
+        "server {\n    listen 80;\n    location / { proxy_pass http://app; }\n}\n",
+    )
+    t.turn()
+    v1, v2, e1, e2 = _nginx_upstreams()
+    check = {"command": "nginx -s reload && curl -fsS http://localhost/healthz"}
+    idx = []
+    for body, err in [(v1, e1), (v2, e2), (v1, e1), (v2, e2), (v1, e1)]:
+        idx.append(t.call("bash", {"command": f"cat > deploy/nginx.conf <<'EOF'\n{body}EOF"}, ""))
+        t.call("bash", {"command": "cp deploy/nginx.conf /etc/nginx/conf.d/app.conf"}, "")
+        t.call("bash", check, err, error=True)
+        t.turn()
+    # The same flip-flop, but each heredoc is followed by a `cp` to the live config. By the docs (file
+    # states): "other writes move the files to a state not seen before" -- a `cp` says nothing about what
+    # the target holds, so after it the files are in a new state and the check's answer is never "what it
+    # gave before in this same state": no visit is fruitless, and no return counts. The failures alternate
+    # (no same failure) and each call follows a change (nothing stale). A real loop the documented rules do
+    # not catch. (First labelled edit_loop at the 5th heredoc from the older "3rd return" rule; relabelled
+    # after re-reading the flip-flop rule.)
+    return t.loop(
+        None,
+        None,
+        idx[2],
+        "Heredoc flip-flop where each version is copied to the live config first: a documented blind spot.",
+        latest=idx[4] + 3,
+    )
+
+
+@scenario
+def edit_flipflop_three_values() -> Trace:
+    t = Trace("edit_flipflop_three_values")
+    ed = "str_replace_editor"
+    path = "/repo/config/settings.py"
+    t.call(ed, {"command": "view", "path": path}, cat_n(path, "DB_POOL_SIZE = 5\nDB_POOL_TIMEOUT_S = 10\n"))
+    load = {"command": "locust -f loadtest.py --headless -u 200 -t 60s --only-summary"}
+    outs = {
+        "10": "Aggregated  p95 1900ms  failures 0.0%  rps 410\nFAIL: p95 above 800ms budget",
+        "20": "Aggregated  p95 610ms  failures 4.1% (OperationalError: too many connections)\nFAIL: error budget",
+        "5": "Aggregated  p95 2600ms  failures 0.0%  rps 300\nFAIL: p95 above 800ms budget",
+    }
+    t.call("bash", load, outs["5"], error=True)
+    t.turn()
+    seq = [("5", "10"), ("10", "20"), ("20", "5"), ("5", "10"), ("10", "20")]
+    idx = []
+    for old, new in seq:
+        idx.append(
+            t.call(
+                ed,
+                {
+                    "command": "str_replace",
+                    "path": path,
+                    "old_str": f"DB_POOL_SIZE = {old}\n",
+                    "new_str": f"DB_POOL_SIZE = {new}\n",
+                },
+                f"The file {path} has been edited.",
+            )
+        )
+        t.call("bash", load, outs[new], error=True)
+        t.turn()
+    # contents: 5 (start), 10, 20, back to 5 (a return: str_replace needs a unique old_str, so the edits'
+    # arguments say the file holds exactly what it held at the start; the visit before it had news), 10 (a
+    # return after a fruitless visit: the load test at 5 gave what it gave there before), 20 (the 2nd such
+    # return) -> the 5th edit is intercepted. "What a file holds is known from the edits' arguments"; the
+    # guard only recognises a replacement reversed right after it, so a rotation of three values reads as
+    # new states forever.
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[3],
+        "Pool size rotated 5 -> 10 -> 20 -> 5 -> 10 -> 20 with a load test after each; none passes.",
+        latest=idx[4] + 2,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# edit loops: the same check failing with the same error after 3 edit-then-check rounds
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def edit_same_failure_pytest_str_replace() -> Trace:
+    t = Trace("edit_same_failure_pytest_str_replace")
+    ed = "str_replace_based_edit_tool"
+    path = "/repo/src/tz/convert.py"
+    test = {"command": "python -m pytest -q tests/test_dst.py"}
+
+    def fail(s: str) -> str:
+        return (
+            "F...\n___________________ test_spring_forward ___________________\n    assert to_local(ts) == "
+            "datetime(2025, 3, 30, 3, 0, tzinfo=BERLIN)\nE   AssertionError: assert datetime(2025, 3, 30, 2, 0, "
+            f"tzinfo=BERLIN) == datetime(2025, 3, 30, 3, 0, tzinfo=BERLIN)\n\ntests/test_dst.py:41: AssertionError\n"
+            f"1 failed, 3 passed in {s}"
+        )
+
+    t.call("bash", test, fail("0.21s"), error=True)
+    t.call(
+        ed,
+        {"command": "view", "path": path},
+        cat_n(
+            path,
+            "def to_local(ts, tz=BERLIN):\n    naive = ts.replace(tzinfo=None)\n    return naive.replace(tzinfo=tz)\n",
+        ),
+    )
+    t.turn()
+    edits = [
+        ("    naive = ts.replace(tzinfo=None)", "    naive = ts.astimezone(UTC).replace(tzinfo=None)"),
+        ("def to_local(ts, tz=BERLIN):", "def to_local(ts: datetime, tz: ZoneInfo = BERLIN) -> datetime:"),
+        ("    return naive.replace(tzinfo=tz)", "    return naive.replace(tzinfo=tz, fold=0)"),
+        ("    return naive.replace(tzinfo=tz, fold=0)", "    return (naive + tz.utcoffset(naive)).replace(tzinfo=tz)"),
+        ("    return (naive + tz.utcoffset(naive)).replace(tzinfo=tz)", "    return naive.replace(tzinfo=tz)"),
+        ("    naive = ts.astimezone(UTC).replace(tzinfo=None)", "    return ts.astimezone(tz)"),
+    ]
+    idx = []
+    for n, (old, new) in enumerate(edits):
+        idx.append(
+            t.call(
+                ed,
+                {"command": "str_replace", "path": path, "old_str": old, "new_str": new},
+                f"The file {path} has been edited.",
+            )
+        )
+        out = fail(f"0.{22 + n}s") if n < 5 else "....\n4 passed in 0.19s"
+        t.call("bash", test, out, error=n < 5)
+        t.turn()
+    # rounds 1-4 (edits idx[0..3], each followed by the same test failing the same way; only the duration
+    # changes): the edit that starts round 5 (idx[4]) is intercepted. The first run, before any edit, is no
+    # edit-then-check round.
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[1],
+        "Edits to convert.py that never touch the DST bug: test_spring_forward fails the same way each round.",
+        latest=idx[4] + 2,
+    )
+
+
+@scenario
+def edit_same_failure_claude_edit_tsc() -> Trace:
+    t = Trace("edit_same_failure_claude_edit_tsc")
+    tsc = {"command": "npx tsc --noEmit -p .", "description": "Type-check the project"}
+    err = (
+        "src/api/client.ts(42,7): error TS2322: Type 'string | undefined' is not assignable to type 'string'.\n"
+        "  Type 'undefined' is not assignable to type 'string'.\n\nFound 1 error in src/api/client.ts:42\n"
+    )
+    t.call("Bash", tsc, err, error=True)
+    t.call(
+        "Read",
+        {"file_path": "/repo/src/api/client.ts", "offset": 30, "limit": 20},
+        numbered(
+            "export function makeClient(cfg: Config) {\n  const base = cfg.baseUrl ?? DEFAULT_BASE;\n"
+            "  const token: string = process.env.API_TOKEN;\n  return new Client(base, token);\n}\n",
+            40,
+        ),
+    )
+    t.turn()
+    edits = [
+        ("/repo/src/api/config.ts", "  baseUrl?: string;", "  baseUrl: string;"),
+        (
+            "/repo/src/api/client.ts",
+            "  const base = cfg.baseUrl ?? DEFAULT_BASE;",
+            "  const base: string = cfg.baseUrl;",
+        ),
+        (
+            "/repo/src/api/types.d.ts",
+            "declare const DEFAULT_BASE: string;",
+            "declare const DEFAULT_BASE: string | undefined;",
+        ),
+        ("/repo/src/env.d.ts", "    NODE_ENV: string;", "    NODE_ENV: string;\n    API_URL?: string;"),
+        ("/repo/src/api/config.ts", "  baseUrl: string;", "  baseUrl: string;\n  timeoutMs?: number;"),
+    ]
+    idx = []
+    for fp, old, new in edits:
+        idx.append(t.call("Edit", {"file_path": fp, "old_string": old, "new_string": new}, cc_edited(fp, new, 3)))
+        t.call("Bash", tsc, err, error=True)
+        t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/src/api/client.ts",
+            "old_string": "  const token: string = process.env.API_TOKEN;",
+            "new_string": "  const token = process.env.API_TOKEN ?? '';",
+        },
+        cc_edited("/repo/src/api/client.ts", "  const token = process.env.API_TOKEN ?? '';", 42),
+    )
+    t.call("Bash", tsc, "")
+    # the error is at client.ts line 42 (the token); the agent edits everything around it. Four Edit +
+    # tsc rounds with the same TS2322 at the same place -> the 5th Edit (idx[4]) is intercepted
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[1],
+        "Claude Code: five edits around a TS2322 error, the same tsc error after each, the real line untouched.",
+        latest=idx[4] + 2,
+    )
+
+
+@scenario
+def edit_same_failure_write_file_go() -> Trace:
+    t = Trace("edit_same_failure_write_file_go")
+    path = "internal/handler/users.go"
+    test = {"command": "go test ./internal/handler/ -run TestCreateUser"}
+
+    def fail(ms: str) -> str:
+        return (
+            f"--- FAIL: TestCreateUser ({ms}s)\n    users_test.go:48: status = 500, want 201\n    users_test.go:49: "
+            'body = {"error":"insert user: pq: null value in column \\"org_id\\""}\nFAIL\n'
+            f"FAIL\tgithub.com/acme/api/internal/handler\t0.{ms[-1]}31s\n"
+        )
+
+    t.call("bash", test, fail("0.01"), error=True)
+    t.turn()
+    bodies = [
+        "package handler\n\n// CreateUser v2: validate email first\nfunc CreateUser(w http.ResponseWriter, r "
+        "*http.Request) "
+        "{ ... }\n",
+        "package handler\n\n// CreateUser v3: return 400 on bad JSON\nfunc CreateUser(w http.ResponseWriter, r "
+        "*http.Request) { ... }\n",
+        "package handler\n\n// CreateUser v4: wrap the insert in a transaction\nfunc CreateUser("
+        "w http.ResponseWriter, r "
+        "*http.Request) { ... }\n",
+        "package handler\n\n// CreateUser v5: log the request id\nfunc CreateUser(w http.ResponseWriter, r "
+        "*http.Request) { ... }\n",
+        "package handler\n\n// CreateUser v6: decode into a typed struct\nfunc CreateUser(w http.ResponseWriter, r "
+        "*http.Request) { ... }\n",
+    ]
+    idx = []
+    for n, body in enumerate(bodies):
+        idx.append(t.call("write_file", {"path": path, "content": body}, f"Wrote {len(body)} bytes to {path}"))
+        t.call("bash", test, fail(f"0.0{n + 2}"), error=True)
+        t.turn()
+    # five different whole-file rewrites (no content comes back); the same go test fails with the same
+    # error after rounds 1-4 (durations differ only) -> the 5th write (idx[4]) is intercepted
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[1],
+        "users.go rewritten five times; org_id is never set, the same test fails with the same 500 each round.",
+        latest=idx[4] + 2,
+    )
+
+
+@scenario
+def edit_same_failure_mcp_edit_file() -> Trace:
+    t = Trace("edit_same_failure_mcp_edit_file")
+    path = "/workspace/reports/export.py"
+    check = {"path": "tests/test_export.py", "args": ["-q", "-x"]}
+    err = (
+        "FAILED tests/test_export.py::test_header_row - AssertionError: assert ['id', 'name', 'total'] == ['id', "
+        "'name', 'total', 'currency']\n1 failed, 7 passed"
+    )
+    t.call("run_tests", check, err, error=True)
+    t.call(
+        "read_text_file",
+        {"path": path},
+        numbered("COLUMNS = ['id', 'name', 'total']\n\n\ndef header():\n    return COLUMNS\n"),
+    )
+    t.turn()
+    edits = [
+        ("def header():\n    return COLUMNS", "def header():\n    return list(COLUMNS)"),
+        ("import csv", "import csv\nimport io"),
+        ("    writer = csv.writer(fh)", "    writer = csv.writer(fh, lineterminator='\\n')"),
+        ("    return list(COLUMNS)", "    return [c for c in COLUMNS]"),
+        ("COLUMNS = ['id', 'name', 'total']", "COLUMNS = ('id', 'name', 'total')"),
+    ]
+    idx = []
+    for old, new in edits:
+        idx.append(
+            t.call(
+                "edit_file",
+                {"path": path, "edits": [{"oldText": old, "newText": new}], "dryRun": False},
+                f"```diff\n--- {path}\n+++ {path}\n-{old.splitlines()[-1]}\n+{new.splitlines()[-1]}\n```",
+            )
+        )
+        t.call("run_tests", check, err, error=True)
+        t.turn()
+    # MCP filesystem edit_file (replacements); the check is the identical run_tests call, failing with the
+    # same error after rounds 1-4 -> the 5th edit (idx[4]) is intercepted
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[1],
+        "MCP edit_file rounds that never add the 'currency' column; the same header test fails each time.",
+        latest=idx[4] + 2,
+    )
+
+
+@scenario
+def edit_same_failure_sed_cargo() -> Trace:
+    t = Trace("edit_same_failure_sed_cargo")
+    test = {"command": "cargo test --quiet parse_duration"}
+
+    def fail(s: str) -> str:
+        return (
+            ".F.\nfailures:\n---- parse::tests::parse_duration_hours stdout ----\nthread "
+            "'parse::tests::parse_duration_hours' panicked at src/parse.rs:88:9:\nassertion `left == right` failed\n"
+            '  left: Err(UnknownUnit("h"))\n right: Ok(3600s)\n\ntest result: FAILED. 2 passed; 1 failed; finished '
+            f"in {s}\n"
+        )
+
+    t.call("bash", test, fail("0.02s"), error=True)
+    t.call(
+        "bash",
+        {"command": "grep -n 'fn unit' -A8 src/parse.rs"},
+        '41:fn unit(s: &str) -> Result<u64, Error> {\n42:    match s {\n43:        "s" => Ok(1),\n'
+        '44:        "m" => Ok(60),\n',
+    )
+    t.turn()
+    seds = [
+        'sed -i \'s/"m" => Ok(60)/"m" | "min" => Ok(60)/\' src/parse.rs',
+        'sed -i \'s/"s" => Ok(1)/"s" | "sec" => Ok(1)/\' src/parse.rs',
+        "sed -i 's/s.trim()/s.trim().to_lowercase()/' src/parse.rs",
+        'sed -i \'/"m" | "min"/a\\        "hr" => Ok(3600),\' src/parse.rs',
+        "sed -i 's/Error::Unknown/Error::UnknownUnit/' src/parse.rs",
+        'sed -i \'s/"hr" => Ok(3600)/"h" | "hr" => Ok(3600)/\' src/parse.rs',
+    ]
+    idx = []
+    for n, cmd in enumerate(seds):
+        idx.append(t.call("bash", {"command": cmd}, ""))
+        out = fail(f"0.0{n + 3}s") if n < 5 else "...\ntest result: ok. 3 passed; 0 failed\n"
+        t.call("bash", test, out, error=n < 5)
+        t.turn()
+    # `sed -i` is a write (a new epoch each time). Rounds 1-4 end in the same panic at the same place
+    # (parse.rs:88:9, unit "h"): the 5th sed (idx[4]) is intercepted
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[1],
+        "sed -i edits that add every unit but 'h'; cargo test fails with the same panic each round.",
+        latest=idx[4] + 2,
+    )
+
+
+@scenario
+def edit_same_failure_no_baseline_run() -> Trace:
+    t = Trace("edit_same_failure_no_baseline_run")
+    t.call(
+        "mcp__github__get_issue",
+        {"owner": "acme", "repo": "ledger", "issue_number": 912},
+        '{"number": 912, "title": "Monthly statement off by one day for UTC-5 accounts", "labels": ["bug"]}',
+    )
+    t.call(
+        "Read",
+        {"file_path": "/repo/ledger/statements.py"},
+        numbered(
+            "def period(month, tz):\n    start = datetime(month.year, month.month, 1)\n"
+            "    end = start + relativedelta(months=1)\n    return start, end\n"
+        ),
+    )
+    t.turn()
+    run = {"command": "python -m pytest -q tests/test_statements.py::test_period_utc_minus5"}
+
+    def fail(s: str) -> str:
+        return (
+            "F\nE   AssertionError: assert (datetime(2025, 11, 1, 0, 0), datetime(2025, 12, 1, 0, 0)) == "
+            "(datetime(2025, 11, 1, 5, 0), datetime(2025, 12, 1, 5, 0))\ntests/test_statements.py:30: "
+            f"AssertionError\n1 failed in {s}"
+        )
+
+    t.call(
+        "MultiEdit",
+        {
+            "file_path": "/repo/ledger/statements.py",
+            "edits": [
+                {"old_string": "def period(month, tz):", "new_string": "def period(month: date, tz: ZoneInfo):"},
+                {"old_string": "    return start, end", "new_string": "    return (start, end)"},
+            ],
+        },
+        "Applied 2 edits to /repo/ledger/statements.py",
+    )
+    t.call("Bash", run, fail("0.11s"), error=True)  # round 1 (no run before the first edit)
+    t.turn()
+    idx = []
+    for n, (old, new) in enumerate(
+        [
+            ("    end = start + relativedelta(months=1)", "    end = start + relativedelta(months=+1)"),
+            (
+                "    start = datetime(month.year, month.month, 1)",
+                "    start = datetime(month.year, month.month, 1, 0, 0)",
+            ),
+            ("    return (start, end)", "    return (start.replace(tzinfo=None), end.replace(tzinfo=None))"),
+            ("    end = start + relativedelta(months=+1)", "    end = start + relativedelta(months=1, days=0)"),
+        ]
+    ):
+        idx.append(
+            t.call(
+                "Edit",
+                {"file_path": "/repo/ledger/statements.py", "old_string": old, "new_string": new},
+                cc_edited("/repo/ledger/statements.py", new, 2 + n),
+            )
+        )
+        t.call("Bash", run, fail(f"0.1{n + 2}s"), error=True)
+        t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/ledger/statements.py",
+            "old_string": "    start = datetime(month.year, month.month, 1, 0, 0)",
+            "new_string": "    start = datetime(month.year, month.month, 1, tzinfo=tz).astimezone(UTC)",
+        },
+        cc_edited("/repo/ledger/statements.py", "    start = datetime(month.year, month.month, 1, tzinfo=tz)", 2),
+    )
+    t.call("Bash", run, ".\n1 passed in 0.10s")
+    # the agent edits straight from the issue: the MultiEdit and the next three Edits are four
+    # edit-then-check rounds, each ending in the same assertion (only the duration changes) -> the edit that
+    # starts round 5 (idx[3]) is intercepted. Nothing failed before the first edit: that is not needed, the
+    # rounds are (the first run of the check ends a round when an edit came before it).
+    return t.loop(
+        "edit_loop",
+        idx[3],
+        idx[0],
+        "Claude Code fixes a timezone bug from the issue text; four edit-test rounds end in the same assertion.",
+        latest=idx[3] + 2,
+    )
+
+
+@scenario
+def edit_same_failure_after_different_baseline() -> Trace:
+    t = Trace("edit_same_failure_after_different_baseline")
+    ed = "str_replace_based_edit_tool"
+    path = "/repo/app/models/invoice.rb"
+    spec = {"command": "bundle exec rspec spec/models/invoice_spec.rb"}
+    t.call(
+        "bash",
+        spec,
+        "An error occurred while loading ./spec/models/invoice_spec.rb.\nNameError:\n  uninitialized constant "
+        "Invoice::TaxRule\n0 examples, 0 failures, 1 error occurred outside of examples",
+        error=True,
+    )
+    t.call(
+        ed,
+        {"command": "view", "path": path},
+        cat_n(path, "class Invoice < ApplicationRecord\n  include TaxRule\n\n  def total\n    net + tax\n  end\nend\n"),
+    )
+    t.turn()
+
+    def fail(s: str) -> str:
+        return (
+            "F..\n\nFailures:\n\n  1) Invoice#total includes reverse-charge VAT as zero\n     Failure/Error: "
+            "expect(invoice.total).to eq(100.0)\n\n       expected: 100.0\n            got: 119.0\n"
+            f"     # ./spec/models/invoice_spec.rb:14\n\nFinished in {s}\n3 examples, 1 failure"
+        )
+
+    edits = [
+        ("  include TaxRule", "  include Billing::TaxRule"),  # fixes the load error; a new failure shows
+        ("  def total\n    net + tax\n  end", "  def total\n    (net + tax).round(2)\n  end"),
+        ("class Invoice < ApplicationRecord", "class Invoice < ApplicationRecord\n  belongs_to :customer"),
+        ("  include Billing::TaxRule", "  include Billing::TaxRule\n  include Billing::Rounding"),
+        ("  belongs_to :customer", "  belongs_to :customer, optional: false"),
+        ("    (net + tax).round(2)", "    (net + (reverse_charge? ? 0 : tax)).round(2)"),
+    ]
+    idx = []
+    for n, (old, new) in enumerate(edits):
+        idx.append(
+            t.call(
+                ed,
+                {"command": "str_replace", "path": path, "old_str": old, "new_str": new},
+                f"The file {path} has been edited.",
+            )
+        )
+        out = fail(f"0.0{n + 4} seconds") if n < 5 else "...\n\nFinished in 0.05 seconds\n3 examples, 0 failures"
+        t.call("bash", spec, out, error=n < 5)
+        t.turn()
+    # before any edit the spec fails to load (another error); the first edit fixes that and the spec now
+    # fails on reverse charge. Rounds 1-4 (idx[0..3]) all end in that same failure: the edit that starts
+    # round 5 (idx[4]) is intercepted ("after each of the last 4 edit-then-check rounds in a row")
+    return t.loop(
+        "edit_loop",
+        idx[4],
+        idx[1],
+        "Rails model: after the load error is fixed, four edit-spec rounds end in the same reverse-charge failure.",
+        latest=idx[4] + 2,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# healthy edit-then-check rounds
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def healthy_edit_rounds_failure_changes() -> Trace:
+    t = Trace("healthy_edit_rounds_failure_changes")
+    ed = "str_replace_based_edit_tool"
+    path = "/repo/src/ics/parse.py"
+    test = {"command": "python -m pytest -q tests/test_ics.py"}
+    t.call("bash", test, "F\nE   KeyError: 'DTSTART'\ntests/test_ics.py:12: KeyError\n1 failed in 0.05s", error=True)
+    t.call(
+        ed,
+        {"command": "view", "path": path},
+        cat_n(
+            path,
+            "def parse_event(lines):\n    props = dict(l.split(':', 1) for l in lines)\n    return props['DTSTART']\n",
+        ),
+    )
+    t.turn()
+    rounds = [
+        (
+            "    props = dict(l.split(':', 1) for l in lines)",
+            "    props = dict(l.split(':', 1) for l in unfold(lines))",
+            "F\nE   NameError: name 'unfold' is not defined\nsrc/ics/parse.py:2: NameError\n1 failed in 0.04s",
+        ),
+        (
+            "def parse_event(lines):",
+            "def unfold(lines):\n    return [l for l in lines]\n\n\ndef parse_event(lines):",
+            "F\nE   KeyError: 'DTSTART'\ntests/test_ics.py:12: KeyError\n"
+            "E   (lines: ['DTSTART;TZID=Europe/Paris:20251201T090000'])\n"
+            "1 failed in 0.05s",
+        ),
+        (
+            "    props = dict(l.split(':', 1) for l in unfold(lines))",
+            "    props = {k.split(';')[0]: v for k, v in (l.split(':', 1) for l in unfold(lines))}",
+            "F\nE   AssertionError: assert '20251201T090000' == datetime(2025, 12, 1, 9, 0, tzinfo=PARIS)\n"
+            "tests/test_ics.py:14: AssertionError\n1 failed in 0.05s",
+        ),
+        (
+            "    return props['DTSTART']",
+            "    return to_datetime(props['DTSTART'], tz=PARIS)",
+            ".\n1 passed in 0.04s",
+        ),
+    ]
+    for old, new, out in rounds:
+        t.call(
+            ed,
+            {"command": "str_replace", "path": path, "old_str": old, "new_str": new},
+            f"The file {path} has been edited.",
+        )
+        t.call("bash", test, out, error="failed" in out)
+        t.turn()
+    t.answer("DTSTART with a TZID parameter now parses to an aware datetime.")
+    # every round's failure is a different error (NameError, a KeyError with new context, an assertion at
+    # another line), so no same-failure run; no content comes back
+    return t.healthy("Four str_replace + pytest rounds, the failure different each time, then the test passes.")
+
+
+@scenario
+def healthy_edit_rounds_same_failure_twice_then_pass() -> Trace:
+    t = Trace("healthy_edit_rounds_same_failure_twice_then_pass")
+    run = {"command": "npm test -- --run src/cart.test.ts", "description": "Run the cart tests"}
+
+    def fail(ms: int) -> str:
+        return (
+            " FAIL  src/cart.test.ts > total > applies the voucher after tax\nAssertionError: expected 107.1 to be "
+            f"107.19\n      Tests  1 failed | 11 passed (12)\n   Duration  {ms}ms"
+        )
+
+    t.call("Bash", run, fail(640), error=True)
+    t.call(
+        "Read",
+        {"file_path": "/repo/src/cart.ts"},
+        numbered(
+            "export function total(c: Cart) {\n  const net = sum(c.lines);\n"
+            "  return round1(applyVoucher(net, c.voucher) * TAX);\n}\n"
+        ),
+    )
+    t.turn()
+    edits = [
+        (
+            "/repo/src/cart.ts",
+            "  const net = sum(c.lines);",
+            "  const net = sum(c.lines.filter((l) => l.qty > 0));",
+            fail(610),
+        ),
+        ("/repo/src/money.ts", "export const TAX = 1.19;", "export const TAX = 119 / 100;", fail(655)),
+        (
+            "/repo/src/cart.ts",
+            "  return round1(applyVoucher(net, c.voucher) * TAX);",
+            "  return round2(applyVoucher(net * TAX, c.voucher));",
+            " ✓ src/cart.test.ts (12)\n      Tests  12 passed (12)\n   Duration  602ms",
+        ),
+    ]
+    for fp, old, new, out in edits:
+        t.call("Edit", {"file_path": fp, "old_string": old, "new_string": new}, cc_edited(fp, new, 2))
+        t.call("Bash", run, out, error="FAIL" in out)
+        t.turn()
+    t.answer("The voucher now applies after tax, rounded to cents; all 12 cart tests pass.")
+    # the first run (before any edit) is no round; rounds 1 and 2 end in the same failure, round 3 passes:
+    # 2 same-failure rounds in a row at most (the threshold is 3)
+    return t.healthy("Claude Code: the same test failure after two edit rounds, then the third edit fixes it.")
+
+
+@scenario
+def healthy_edit_rounds_revert_verify_reapply() -> Trace:
+    t = Trace("healthy_edit_rounds_revert_verify_reapply")
+    ed = "str_replace_editor"
+    path = "/repo/src/auth/tokens.py"
+    bad = "    return hmac.new(key, msg, 'sha256').hexdigest() == sig"
+    good = "    return hmac.compare_digest(hmac.new(key, msg, 'sha256').hexdigest(), sig)"
+    t.call(ed, {"command": "view", "path": path}, cat_n(path, f"import hmac\n\n\ndef verify(key, msg, sig):\n{bad}\n"))
+    t.call(
+        ed,
+        {
+            "command": "create",
+            "path": "/repo/tests/test_tokens_timing.py",
+            "file_text": "def test_uses_compare_digest(monkeypatch):\n    calls = []\n    ...\n    assert calls\n",
+        },
+        "File created successfully at: /repo/tests/test_tokens_timing.py",
+    )
+    t.turn()
+    test = {"command": "python -m pytest -q tests/test_tokens_timing.py"}
+    fix = {"command": "str_replace", "path": path, "old_str": bad, "new_str": good}
+    revert = {"command": "str_replace", "path": path, "old_str": good, "new_str": bad}
+    t.call(ed, fix, f"The file {path} has been edited.")
+    t.call("bash", test, ".\n1 passed in 0.02s")
+    t.turn()
+    t.call(ed, revert, f"The file {path} has been edited.")  # return 1: does the new test catch the bug?
+    t.call("bash", test, "F\nE   assert []\n1 failed in 0.02s", error=True)
+    t.turn()
+    t.call(ed, fix, f"The file {path} has been edited.")  # return 2: put the fix back
+    t.call("bash", test, ".\n1 passed in 0.02s")
+    t.call("bash", {"command": "python -m pytest -q"}, "..............................\n30 passed in 0.61s")
+    t.answer("verify() uses hmac.compare_digest; the new test fails without the fix and passes with it.")
+    # two returns (revert the fix to see the test fail, then reapply it): "ordinary work" (docs/detectors.md):
+    # each comes after a visit that learned something (the first run with the fix, the first run without
+    # it), so neither counts for the flip-flop rule
+    return t.healthy("Fix, revert it to check the new test fails, reapply: two returns of tokens.py, no third.")
+
+
+@scenario
+def healthy_edit_rounds_rewrite_same_content() -> Trace:
+    t = Trace("healthy_edit_rounds_rewrite_same_content")
+    path = "src/report/totals.py"
+    test = {"command": "python -m pytest -q tests/test_totals.py"}
+
+    def fail(s: str) -> str:
+        return (
+            "F.\nE   assert totals(rows)['EUR'] == Decimal('10.30')\nE    +  where Decimal('10.3') ...\n"
+            f"1 failed, 1 passed in {s}"
+        )
+
+    t.call("read_file", {"path": path}, numbered("def totals(rows):\n    out = {}\n    ...\n    return out\n"))
+    t.call("bash", test, fail("0.09s"), error=True)
+    t.turn()
+    c1 = (
+        "from decimal import Decimal\n\n\ndef totals(rows):\n    out = {}\n    for r in rows:\n"
+        "        out[r.cur] = out.get(r.cur, 0) + Decimal(r.amount)\n    return out\n"
+    )
+    c2 = c1.replace("out.get(r.cur, 0)", "out.get(r.cur, Decimal(0))")
+    c3 = c2.replace("    return out\n", "    return {k: v.quantize(Decimal('0.01')) for k, v in out.items()}\n")
+    t.call("write_file", {"path": path, "content": c1}, f"Wrote {len(c1)} bytes to {path}")
+    t.call("bash", test, fail("0.08s"), error=True)  # round 1
+    t.turn()
+    t.call("write_file", {"path": path, "content": c2}, f"Wrote {len(c2)} bytes to {path}")
+    t.call("bash", test, fail("0.08s"), error=True)  # round 2
+    t.turn()
+    t.call("write_file", {"path": path, "content": c2}, f"Wrote {len(c2)} bytes to {path}")  # what it holds
+    t.call("bash", test, fail("0.10s"), error=True)
+    t.turn()
+    t.call("read_file", {"path": path}, numbered(c2))
+    t.call("write_file", {"path": path, "content": c3}, f"Wrote {len(c3)} bytes to {path}")
+    t.call("bash", test, "..\n2 passed in 0.08s")
+    t.answer("Totals are quantized to cents now; both tests pass.")
+    # the third write_file gives the content the file already holds: "no state change (no new epoch)".
+    # So it is no edit: the test run after it is the same check again in the same epoch (stale once, no
+    # new round), and the real rounds ending in this failure are only two -> the next real edit is allowed
+    return t.healthy(
+        "Two edit rounds with the same failure, a rewrite of the same content and a re-run, then a real fix."
+    )
+
+
+@scenario
+def healthy_edit_rounds_one_revert_new_approach() -> Trace:
+    t = Trace("healthy_edit_rounds_one_revert_new_approach")
+    path = "/repo/app/search.py"
+    slow = "    hits = [d for d in DOCS if q.lower() in d.text.lower()]"
+    regex = "    hits = [d for d in DOCS if re.search(q, d.text, re.I)]"
+    index = "    hits = INDEX.lookup(q)"
+    test = {"command": "python -m pytest -q tests/test_search.py --durations=1"}
+    t.call("Read", {"file_path": path}, numbered(f"def search(q):\n{slow}\n    return hits[:20]\n"))
+    t.call(
+        "Bash",
+        {"command": test["command"]},
+        "F..\nE   Failed: test_search_speed took 2.41s > 0.5s budget\n1 failed, 2 passed",
+        error=True,
+    )
+    t.turn()
+    t.call("Edit", {"file_path": path, "old_string": slow, "new_string": regex}, cc_edited(path, regex, 2))
+    t.call(
+        "Bash",
+        {"command": test["command"]},
+        ".F.\nE   re.error: unterminated character set at position 0\n1 failed, 2 passed",
+        error=True,
+    )
+    t.turn()
+    t.call("Edit", {"file_path": path, "old_string": regex, "new_string": slow}, cc_edited(path, slow, 2))  # return 1
+    t.call("Edit", {"file_path": path, "old_string": slow, "new_string": index}, cc_edited(path, index, 2))
+    t.call(
+        "Write",
+        {
+            "file_path": "/repo/app/index.py",
+            "content": "class Index:\n    def lookup(self, q):\n        ...\n\n\nINDEX = Index()\n",
+        },
+        "File created successfully at: /repo/app/index.py",
+    )
+    t.call("Bash", {"command": test["command"]}, "...\n3 passed in 0.21s")
+    t.answer("search() now uses an inverted index; the speed test passes.")
+    # one return (the regex attempt reverted) then a new content: "one return is ordinary work"
+    return t.healthy("Claude Code: a failed attempt reverted once, then a different approach that passes.")
+
+
+# -------------------------------------------------------------------------------------------------
+# machine-speed calls (a program around a tool): speed is evidence, not a verdict
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def healthy_machine_speed_mcp_rows() -> Trace:
+    t = Trace("healthy_machine_speed_mcp_rows")
+    t.call("mcp__postgres__list_tables", {}, '["events", "users", "sessions", "invoices"]', think=3.0)
+    t.turn()
+    kinds = ["signup", "login", "purchase", "refund", "logout"]
+    for page in range(40):
+        rows = [
+            {"id": 500 * page + k, "kind": kinds[(page + k) % 5], "user_id": 9000 + (37 * (page * 3 + k)) % 4100}
+            for k in range(3)
+        ]
+        t.call(
+            "mcp__postgres__query",
+            {"sql": f"SELECT id, kind, user_id FROM events ORDER BY id LIMIT 500 OFFSET {500 * page}"},
+            json.dumps([*rows, {"...": "497 more rows"}]),
+            think=4.0 if page == 0 else 0.015,
+            took=0.006,
+        )
+    t.turn()
+    t.answer("Exported 20,000 events to the warehouse staging table.")
+    # 40 pages at ~50 calls per second: the last 30 calls are machine speed from call 31 on, but every page
+    # is new content, so rate gives a warning at most (a warning is not an intervention)
+    return t.healthy("An export script paging an MCP Postgres tool at ~50 calls/s; every page brings new rows.")
+
+
+@scenario
+def rate_machine_speed_mixed_failures() -> Trace:
+    t = Trace("rate_machine_speed_mixed_failures")
+    t.call("get_catalog", {"category": "coffee-grinders"}, [f"SKU-{1000 + j}" for j in range(36)], think=3.0)
+    t.turn()
+    t.call("read_file", {"path": "jobs/reprice.yaml"}, "source: pricing-service\nmarkup: 1.18\nbatch: 36\n")
+    t.turn()
+    onset = t.calls + 1
+    failures = 0
+    for j in range(36):
+        sku = f"SKU-{1000 + j}"
+        think = 4.0 if j == 0 else 0.012
+        if j % 3 == 2:
+            t.call("get_price", {"sku": sku}, {"sku": sku, "cost_eur": round(40 + 3.7 * j, 2)}, think=think, took=0.003)
+        else:
+            failures += 1
+            t.call(
+                "get_price",
+                {"sku": sku},
+                f"ConnectionResetError: [Errno 104] Connection reset by peer (pricing-{failures}.internal:8443)",
+                error=True,
+                think=think,
+                took=0.003,
+            )
+    # a retry loop around a flaky pricing service: 36 calls ~65 per second. The 30th burst call is the first
+    # whose last 30 calls all lie in the burst (call onset-1 was seconds earlier); 20 of those 30 failed
+    # (each naming another backend node: no error repeats, no identical call repeats), so at least half came
+    # back with nothing -> Rate intervenes
+    return t.loop(
+        "rate",
+        onset + 29,
+        onset,
+        "Machine-speed price fetches where two of every three calls fail (different nodes each time).",
+    )
+
+
+@scenario
+def machine_speed_identical_not_found_repeat() -> Trace:
+    t = Trace("machine_speed_identical_not_found_repeat")
+    t.call(
+        "create_export",
+        {"dataset": "orders", "month": "2025-11", "format": "csv"},
+        {"export_id": "exp_81", "ready": True},
+        think=3.0,
+    )
+    t.turn()
+    for i in range(40):
+        t.call(
+            "get_export",
+            {"export_id": "exp_18"},  # the script has the id wrong
+            "Export exp_18 not found",
+            think=4.0 if i == 0 else 0.01,
+            took=0.004,
+        )
+    # a `while not found` loop at ~70 calls per second; Repeat has priority over Rate and fires first: the
+    # 3rd identical call in a row, the previous 2 returned the same "not found" (call 4)
+    return t.loop(
+        "repeat",
+        4,
+        3,
+        "A script polls get_export with a mistyped id 40 times at machine speed; the same 'not found' each time.",
+    )
+
+
+@scenario
+def machine_speed_distinct_empty_lookups_drift() -> Trace:
+    t = Trace("machine_speed_distinct_empty_lookups_drift")
+    gtins = [f"0400{3721000 + 17 * k:09d}" for k in range(40)]
+    t.call(
+        "load_feed",
+        {"url": "sftp://feeds.example.com/supplier-7/products.csv"},
+        {"rows": 40, "gtins": gtins},
+        think=3.0,
+    )
+    t.turn()
+    idx = []
+    for k, g in enumerate(gtins):
+        idx.append(
+            t.call(
+                "lookup_product",
+                {"gtin": g, "catalog": "staging-eu"},
+                {"status": "not_found", "message": "No product with this GTIN in catalog staging-eu."},
+                think=4.0 if k == 0 else 0.01,
+                took=0.004,
+            )
+        )
+    # a sync script pointed at an empty staging catalog: 40 distinct lookups, all not_found. Drift comes
+    # before Rate in priority and fires first: after 5 empty lookups while nothing new came back, the 6th
+    return t.loop(
+        "drift",
+        idx[5],
+        idx[1],
+        "A feed sync looks up 40 GTINs at machine speed in an empty catalog; every answer is not_found.",
+    )
+
+
+@scenario
+def healthy_machine_speed_contact_updates() -> Trace:
+    t = Trace("healthy_machine_speed_contact_updates")
+    ids = [f"c_{71000 + 13 * k}" for k in range(40)]
+    t.call("export_segment", {"segment": "newsletter-optin-2025-11"}, {"contacts": ids}, think=3.0)
+    t.turn()
+    for k, c in enumerate(ids):
+        t.call(
+            "update_contact",
+            {"contact_id": c, "fields": {"consent_email": True, "consent_source": "form-2025-11"}},
+            {"contact_id": c, "updated": ["consent_email", "consent_source"]},
+            think=4.0 if k == 0 else 0.012,
+            took=0.005,
+        )
+    t.turn()
+    t.answer("Consent recorded for all 40 contacts.")
+    # 40 successful updates at ~60 per second: each is a state change (something new), so rate warns at most
+    return t.healthy("A batch job updating 40 CRM contacts at machine speed; every update succeeds.")
 
 
 def main() -> int:

@@ -149,6 +149,10 @@ class Replayer:
         s.text = t
         self._note(s, ev, self.engine.text(s.state, t), None)  # a chunk of the model's words, maybe streamed
 
+    def _user_message(self, s: _Session, ev: Event) -> None:
+        t = ev.data.get("text")
+        self.engine.user_message(s.state, t if isinstance(t, str) else None)
+
     def _note(self, s: _Session, ev: Event, verdict: Verdict, tool: str | None) -> None:
         r = s.report
         if verdict is ALLOW or r.halted_at is not None:
@@ -179,6 +183,7 @@ _HANDLERS = {
     "tool_result": Replayer._tool_result,
     "turn_end": Replayer._turn_end,
     "text": Replayer._text,
+    "user_message": Replayer._user_message,
 }
 
 

@@ -1,6 +1,6 @@
 """Trace format v1: JSON Lines, one event per line (see docs/trace-format.md).
 
-Events: ``tool_call``, ``tool_result``, ``turn_end``, ``text``. ``session`` and ``type`` are required,
+Events: ``tool_call``, ``tool_result``, ``turn_end``, ``text``, ``user_message``. ``session`` and ``type`` are required,
 ``seq`` and ``ts`` optional, unknown fields ignored.
 """
 
@@ -27,7 +27,7 @@ __all__ = [
     "session_of",
 ]
 
-EVENT_TYPES = frozenset({"tool_call", "tool_result", "turn_end", "text"})
+EVENT_TYPES = frozenset({"tool_call", "tool_result", "turn_end", "text", "user_message"})
 
 
 class TraceError(ValueError):

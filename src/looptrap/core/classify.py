@@ -26,6 +26,7 @@ __all__ = [
     "result_facts",
     "shell_command_effect",
     "shell_command_mutates",
+    "shell_line",
     "shell_polls",
     "wrote_nothing",
 ]
@@ -375,6 +376,11 @@ def _shell_line(tool: str, args: Any) -> str | None:
     return None
 
 
+def shell_line(tool: str, args: Any) -> str | None:
+    """The command line a call runs, when it is a shell call (``bash {"command": ...}``), else ``None``."""
+    return _shell_line(tool, args)
+
+
 _SKIP_PROGRAMS = frozenset(["cd", "export", "set", "source", ".", "pushd", "popd", "true", "echo"])
 
 
@@ -470,6 +476,11 @@ _PENDING_WORDS = (
     "building",
     "deploying",
     "provisioning",
+    "processed",
+    "finished",
+    "completed",
+    "started",
+    "yet",
 )
 #: A short text result that reports a failure in its first words (tools that return errors as text).
 _ERROR_TEXT = re.compile(
@@ -497,7 +508,43 @@ _PENDING_TEXT = re.compile(  # letters-only boundaries, so UPDATE_IN_PROGRESS an
     r"initializing|scheduled|building|deploying|provisioning)(?![a-z])",
     re.IGNORECASE,
 )
-_TAGS = re.compile(r"<[^<>]{1,40}>")
+_STATUS_WORDS = (
+    r"(?:pending|running|in[ _-]progress|queued|processing|waiting|starting|initializing|scheduled|building|"
+    r"deploying|provisioning|not\s+(?:yet\s+)?ready)"
+)
+#: A text that *states* a status: a status line ("Running...", "Queued (3 ahead)", "Build #42 in progress"),
+#: a status field ("Status: queued", "state = running"), a sentence saying so ("the job is still running",
+#: "is being processed", "has not finished yet"), or a status enum (``CREATE_IN_PROGRESS``). A status word
+#: inside other prose ("the result of running `cat -n`") is not one.
+_PENDING_STATEMENT = re.compile(
+    # a status line: "Running...", "Queued (3 ahead)", "Build #42 in progress", "Job 8812 queued"
+    rf"^[\W_]*(?:still\s+)?{_STATUS_WORDS}(?!\w)"
+    rf"|^[^\S\n]*[\w#.-]+(?:[^\S\n]+[\w#.-]+){{0,3}}[^\S\n]+(?:is[^\S\n]+)?(?:still[^\S\n]+)?{_STATUS_WORDS}"
+    r"[^\S\n]*(?:\([^\n)]{0,40}\))?[^\S\n.!:]*[.!:\u2026]*[^\S\n]*$"
+    # a status field: "Status: queued", "state = running", "job state is pending"
+    rf"|\b(?:status|state|phase|stage)\b[\"']?\s*(?:[:=-]|\bis\b)\s*[\"']?(?:still\s+)?(?:[a-z]+_)*{_STATUS_WORDS}"
+    # a sentence: "the job is still running", "is being processed", "has not finished yet"
+    rf"|\b(?:is|are|remains?|still|currently)\s+(?:still\s+|currently\s+|now\s+)?(?:being\s+processed\b|{_STATUS_WORDS}"
+    r"(?!\w))"
+    r"|\b(?:has|have)\s+not\s+(?:yet\s+)?(?:finished|completed|started)\b|\bnot\s+(?:finished|complete|done)\s+yet\b"
+    r"|\bnot\s+(?:yet\s+)?ready\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PENDING_ENUM = re.compile(r"\b[A-Z][A-Z_]*_(?:IN_PROGRESS|PENDING|RUNNING|QUEUED|PROVISIONING|STARTING)\b")
+#: Paired wrapper tags (``<output>...</output>``, ``<returncode>0</returncode>``) and self-closing ones: markup.
+#: An unpaired ``<article 0>`` is content.
+_CLOSING_TAG = re.compile(r"</([A-Za-z][\w:.-]{0,30})\s*>")
+_OPENING_TAG = re.compile(r"<([A-Za-z][\w:.-]{0,30})(?:\s[^<>]{0,40})?(/?)>")
+
+
+def _without_markup(text: str) -> str:
+    """The text with paired and self-closing tags taken out (their content kept)."""
+    closed = set(_CLOSING_TAG.findall(text))
+    if closed:
+        text = _CLOSING_TAG.sub("", text)
+    return _OPENING_TAG.sub(lambda m: "" if m.group(2) or m.group(1) in closed else m.group(0), text)
+
+
 _EXIT_META = re.compile(
     r"<(returncode|exit_?code|exit_?status|return_?code|status_?code)>\s*-?\d+\s*</\1>"
     r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*-?\d+",
@@ -582,7 +629,7 @@ def _text_facts(text: str) -> int:
     low = text.lower()
     if ("code" in low or "status" in low) and _EXIT_META.search(text):
         text = _EXIT_META.sub("", text)
-    if not _CONTENT.search(_TAGS.sub("", text) if "<" in text else text):  # only an exit code and markup
+    if not _CONTENT.search(_without_markup(text) if "<" in text else text):  # only an exit code and markup
         return ResultFacts.EMPTY
     empty = _EMPTY_TEXT.match(text) or (
         len(text) <= _SHORT_MESSAGE
@@ -595,7 +642,7 @@ def _text_facts(text: str) -> int:
         return ResultFacts.EMPTY
     if len(text) <= 64 and _ACK_TEXT.match(text):
         return ResultFacts.ACK
-    if any(map(low.__contains__, _PENDING_WORDS)) and _PENDING_TEXT.search(text):
+    if any(map(low.__contains__, _PENDING_WORDS)) and (_PENDING_STATEMENT.search(text) or _PENDING_ENUM.search(text)):
         return ResultFacts.PENDING
     return 0
 
@@ -637,7 +684,7 @@ def _mapping_facts(result: Mapping[str, Any], depth: int = 0) -> int:
         return ResultFacts.ERROR
     # One pass over the fields: collections (and whether any has content), nested mappings with content,
     # scalars that are neither empty nor an exit/status code.
-    lists = full_lists = full_maps = other_content = strings = 0
+    lists = full_lists = full_maps = meta_maps = other_content = strings = 0
     for key, v in itertools.islice(result.items(), 64):
         tv = type(v)
         if tv is list or tv is tuple:
@@ -646,7 +693,11 @@ def _mapping_facts(result: Mapping[str, Any], depth: int = 0) -> int:
             full_lists += 1 if v else 0
         elif tv is dict or isinstance(v, Mapping):
             strings += 1
-            full_maps += 1 if v and not (depth < 3 and _mapping_facts(v, depth + 1) & ResultFacts.EMPTY) else 0
+            if v and not (depth < 3 and _mapping_facts(v, depth + 1) & ResultFacts.EMPTY):
+                if all(not x and (x is None or type(x) in (bool, int, float, str)) for x in v.values()):
+                    meta_maps += 1  # {"hasNextPage": false, "endCursor": null}: about the result, not content
+                else:
+                    full_maps += 1
         elif tv is str:
             strings += 1
             other_content += 1 if v else 0
@@ -657,7 +708,7 @@ def _mapping_facts(result: Mapping[str, Any], depth: int = 0) -> int:
     counts = [result[k] for k in _COUNT_KEYS if type(result.get(k)) is int]
     if counts and all(c == 0 for c in counts) and not any(result.get(k) for k in _COLLECTION_KEYS):
         return ResultFacts.EMPTY
-    if strings and not full_lists and not full_maps and not other_content:
+    if strings and not full_lists and not full_maps and not meta_maps and not other_content:
         return ResultFacts.EMPTY  # {"stdout": "", "stderr": "", "exit_code": 1}: only an exit code
     status = result.get("status")
     if len(result) <= 2 and (result.get("ok") is True or (isinstance(status, str) and _ACK_TEXT.match(status))):

@@ -41,7 +41,8 @@ class ToolPolicy:
     * ``exempt``: no detector looks at this tool (a debugger's ``step``, a ``read_output`` stream); budgets
       still count it.
     * ``keys``: only these argument keys make up the call's signature; ``key``: a function of the arguments
-      whose return value is the signature instead.
+      whose return value is the signature instead; ``result_key``: a function of the result whose return
+      value is compared instead of the result (for results that have no faithful canonical form).
     * ``fold_whitespace`` / ``fold_case``: compare string arguments with whitespace collapsed / case folded.
     * ``polling``: ``True`` when the tool waits for something to happen (its repeated answers count as pending),
       ``False`` to turn off the name/argument heuristic, ``None`` for the heuristic.
@@ -53,6 +54,7 @@ class ToolPolicy:
     exempt: bool = False
     keys: tuple[str, ...] | None = None
     key: Callable[[Any], Any] | None = None
+    result_key: Callable[[Any], Any] | None = None
     fold_whitespace: bool = False
     fold_case: bool = False
     polling: bool | None = None
@@ -71,9 +73,29 @@ DEFAULT_POLICY = ToolPolicy()
 
 def default_detectors() -> tuple[Detector, ...]:
     """The default detectors, in priority order (the first signal of a call decides its kind)."""
-    from looptrap.detectors import Cycle, Drift, ErrorRepeat, NoAction, NoProgress, Rate, Repeat, RepeatedText
+    from looptrap.detectors import (
+        Cycle,
+        Drift,
+        EditLoop,
+        ErrorRepeat,
+        NoAction,
+        NoProgress,
+        Rate,
+        Repeat,
+        RepeatedText,
+    )
 
-    return (Repeat(), ErrorRepeat(), Cycle(), Drift(), Rate(), NoProgress(), NoAction(), RepeatedText())
+    return (
+        Repeat(),
+        ErrorRepeat(),
+        Cycle(),
+        EditLoop(),
+        Drift(),
+        Rate(),
+        NoProgress(),
+        NoAction(),
+        RepeatedText(),
+    )
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,12 @@ from looptrap.core.classify import (
     polls_by_args,
     polls_by_name,
     result_facts,
+    shell_line,
     wrote_nothing,
 )
 from looptrap.core.config import GuardConfig
-from looptrap.core.signature import Canonicaliser, digest_text
+from looptrap.core.edits import RETURN, SAME, apply_edit, changed_unknown, edit_of, saw_outcome
+from looptrap.core.signature import OPAQUE_MARK, Canonicaliser, digest_text
 from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Signal, Verdict
 from looptrap.core.volatile import text_scrubber
@@ -41,6 +43,11 @@ PREVIEW_CHARS = 120
 _LONG = 64
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
+#: Without end_turn, checks that follow an intercepted one within this many seconds, with no result in
+#: between, are the parallel calls of the same model turn (a model takes longer than this to answer).
+BATCH_GAP = 0.5
+#: A model step holds at most this many checks (a code loop that never ends a turn still climbs the ladder).
+STEP_CALLS = 16
 
 Usage = tuple[int, float | None]
 
@@ -154,6 +161,12 @@ class Engine:
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
         effect, family, shell_waits = self._mutation(tool, args, digest, p)
         polls = p.name_polls if p.name_polls is not None else (shell_waits or self._polls_by_args(args))
+        edit = None
+        if effect != NO_WRITE:  # writes only: what does the file hold afterwards?
+            try:
+                edit = edit_of(args, shell_line(tool, args) if family != tool else None)
+            except Exception:  # noqa: BLE001 - arguments of any shape must not break the call
+                edit = None
         return Call(
             tool,
             digest,
@@ -164,6 +177,7 @@ class Engine:
             polling=polls,
             family=family,
             args=args,
+            edit=edit,
         )
 
     def _polls_by_args(self, args: Any) -> bool:
@@ -212,6 +226,17 @@ class Engine:
         state.turn_calls += 1
         call.index = state.calls  # in place: a change applied again after a store conflict sets the same fields
         call.batched = state.open_calls > 0
+        if state.turn == 0:  # the caller does not end turns: a step is the calls that arrive together
+            refused = state.refused_at
+            if state.stepped or (refused is not None and (now is None or now - refused > BATCH_GAP)):
+                state.step += 1
+                state.step_calls = 0
+            state.stepped = False
+            state.refused_at = None
+        if state.step_calls >= STEP_CALLS:
+            state.step += 1
+            state.step_calls = 0
+        state.step_calls += 1
         if state.started is None and now is not None:
             state.started = now
         per = state.per_tool
@@ -239,6 +264,8 @@ class Engine:
             pending.append((call.digest, call.index, call.at, call.batched))
             if len(pending) > PENDING:
                 del pending[0]
+        else:
+            state.refused_at = now if now is not None else 0.0
         return call, verdict
 
     def record(
@@ -259,6 +286,7 @@ class Engine:
             call = self._claim(state, call)
         if state.open_calls:
             state.open_calls -= 1
+        state.stepped = True
         if usage is not None:
             self._add_usage(state, usage)
         if type(result) is str and result.startswith(("{", "[")) and len(result) <= _JSON_TEXT:
@@ -269,22 +297,42 @@ class Engine:
             flags |= Flag.PENDING  # a poll waits for something to happen: the same answer again is expected
         if flags & Flag.ERROR and type(result) is str and call.args is not None:
             result = _without_echoed_args(result, call.args)  # the error, not the arguments it quotes back
-        rd, size = self._result_digest(result)
+        p = self.plan(call.tool)
+        result_key = p.policy.result_key
+        if result_key is not None:
+            try:
+                result = result_key(result)
+            except Exception:  # noqa: BLE001 - a broken key function must not break the agent
+                result = {"$key_error": True, "result": result}
+        rd, size, opaque = self._result_digest(result)
         if size > _LONG:
             flags |= Flag.LONG
-        p = self.plan(call.tool)
+        if opaque:
+            flags |= Flag.OPAQUE
         if call.mutating:
             flags |= Flag.WRITE_ATTEMPT
-            if not flags & Flag.ERROR and wrote_nothing(result):
-                flags |= Flag.NOOP
+            if not flags & Flag.ERROR:
+                if wrote_nothing(result):
+                    flags |= Flag.NOOP
+                elif call.edit is not None:
+                    outcome = apply_edit(state, call.edit)
+                    if outcome == SAME:  # it wrote what the file already held
+                        flags |= Flag.NOOP
+                    elif outcome == RETURN:
+                        flags |= Flag.REVERT
         if call.batched:
             flags |= Flag.BATCHED
         if call.mutating and (call.writes_on_failure or not flags & (Flag.ERROR | Flag.NOOP)):
-            flags |= Flag.MUTATED | Flag.NOVEL
+            flags |= Flag.MUTATED | Flag.NOVEL | Flag.NEWS
+            if call.edit is None or flags & Flag.ERROR:
+                changed_unknown(state, call.digest ^ state.calls)
             state.new_epoch()
             for d in self.config.detectors:
                 d.reset(state)
+        elif opaque:  # not comparable: never stale, never new
+            state.stale_run = 0
         else:
+            saw_outcome(state, call.digest ^ rd)
             seen = state.seen
             if seen.get(call.digest) == rd and not flags & Flag.PENDING:  # "still running" is not stale: time passes
                 flags |= Flag.STALE
@@ -300,6 +348,8 @@ class Engine:
             if rkey not in state.results:
                 flags |= Flag.NOVEL
                 state.remember(state.results, rkey, 1)
+                if not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE):
+                    flags |= Flag.NEWS
         if p.exempt:
             flags &= ~Flag.STALE
             state.stale_run = 0
@@ -311,11 +361,8 @@ class Engine:
             at = call.at if call.at is not None else now  # the time the call arrived, else when it returned
             for d in self._observers:
                 d.observe(entry, state, at)
-        if state.level:  # only a session inside a loop needs to know whether this call was clean
-            clean = bool(
-                flags & Flag.MUTATED or (flags & Flag.NOVEL and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE))
-            )
-            self._escalation.after_call(state, clean)
+        if state.level:  # only a session inside a loop needs to know whether this call brought news
+            self._escalation.after_call(state, bool(flags & Flag.NEWS))
         return entry
 
     @staticmethod
@@ -340,21 +387,22 @@ class Engine:
         state.calls += 1
         return call.numbered(state.calls)
 
-    def _result_digest(self, result: Any) -> tuple[int, int]:
+    def _result_digest(self, result: Any) -> tuple[int, int, bool]:
+        """The result's digest, its size, and whether it is opaque (not comparable)."""
         if type(result) is str:
             size = len(result)
             raw = digest_text(result)
             if self._scrub is None:
-                return raw, size
+                return raw, size, False
             hit = self._scrubbed.get(raw)  # the same text again (a re-read, a loop): no second scrub
             if hit is None:
                 hit = digest_text(self._scrub_text(result))
                 if len(self._scrubbed) >= 8192:
                     self._scrubbed.clear()
                 self._scrubbed[raw] = hit
-            return hit, size
+            return hit, size, False
         data = self._result_canon.encode(result)
-        return xxhash.xxh3_64_intdigest(data), len(data)
+        return xxhash.xxh3_64_intdigest(data), len(data), OPAQUE_MARK in data
 
     def _scrub_text(self, text: str) -> str:
         scrub = self._scrub
@@ -376,16 +424,19 @@ class Engine:
         usage: Any = None,
         text: str | None = None,
         error: str | None = None,
+        tool_calls: int | None = None,
         now: float | None = None,
     ) -> Verdict:
-        """At the end of a model turn: count it, check budgets and turn-level detectors."""
+        """At the end of a model turn: count it, check budgets and turn-level detectors. ``tool_calls``: how
+        many tool calls the turn asked for, when the turn is ended before they run (by default, the calls
+        checked since the last turn end)."""
         state.turn += 1
         got = self._add_usage(state, usage)
         fingerprint = None
         if progress is not None:
             fingerprint = xxhash.xxh3_64_intdigest(self._result_canon.encode(progress))
         turn = TurnEnd(
-            tool_calls=state.turn_calls,
+            tool_calls=state.turn_calls if tool_calls is None else tool_calls,
             state_digest=fingerprint,
             text_digest=digest_text(text) if text else None,
             error=error,
@@ -401,9 +452,20 @@ class Engine:
             s = d.end_turn(turn, state)
             if s is not None:
                 signals.append(s)
-        if not signals:
-            return ALLOW
-        return self.config.escalation.decide(state, signals, state.calls, self.config.report_tool)
+        verdict = (
+            self.config.escalation.decide(state, signals, state.calls, self.config.report_tool) if signals else ALLOW
+        )
+        state.step += 1  # the next calls belong to the next model turn
+        state.step_calls = 0
+        return verdict
+
+    def user_message(self, state: SessionState, text: str | None = None) -> None:
+        """New input from the user (an answer, a question, a correction) within the same task: what the agent
+        does next answers it, so nothing before it is stale, runs of identical calls start over, the ladder
+        starts over and the next reply to the user is not idleness. The text is not kept."""
+        state.heard_user()
+        for d in self.config.detectors:
+            d.user_input(state)
 
     def text(self, state: SessionState, chunk: str, *, final: bool = False) -> Verdict:
         """More of the model's own words (a streamed chunk, or a whole message with ``final``)."""

@@ -1,12 +1,12 @@
 """Escalation: how signals become actions. The first signal of a loop advises; if the loop goes on, the next
-call is blocked; if it still goes on, the run halts. Budgets halt at once."""
+intervention blocks; if it still goes on, the run halts. Budgets halt at once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from looptrap.core.state import Flag
+from looptrap.core.state import LOOPS, Flag
 from looptrap.core.types import ALLOW, Action, Signal, Verdict
 
 if TYPE_CHECKING:
@@ -17,10 +17,22 @@ __all__ = ["Escalation", "summarize"]
 
 @dataclass(frozen=True)
 class Escalation:
-    """``ladder``: the actions taken for the 1st, 2nd, 3rd... consecutive loop signal (the last one repeats).
-    ``cooldown``: clean calls in a row (new results, or a successful state change) that end the loop and
-    bring the next signal back to the first rung. ``warn_only=True`` turns every loop intervention into a
-    warning (budgets still halt)."""
+    """How signals become actions: ``ladder`` holds the actions for the 1st, 2nd, 3rd... intervention of one
+    loop going on (the last one repeats).
+
+    The ladder follows the loop, not the count of signals (docs/escalation.md):
+
+    * it climbs one rung when the loop goes on: nothing new came back since the last intervention, or the
+      signal is about the very loop already intervened on (the same call, the same failing command, the
+      same file flipped back), whatever came back in between;
+    * a signal about another loop after new work starts again at the first rung;
+    * ``cooldown`` calls that bring something new (new results, successful state changes) since the last
+      intervention end the loop: the next signal, whatever it is about, starts at the first rung;
+    * every call of one model step (the parallel calls of one model turn) gets the same rung, so the block
+      comes no earlier than the next turn.
+
+    ``warn_only=True`` turns every loop intervention into a warning (budgets still halt).
+    """
 
     ladder: tuple[Action, ...] = ("advise", "block", "halt")
     cooldown: int = 3
@@ -29,9 +41,11 @@ class Escalation:
     def __post_init__(self) -> None:
         if not self.ladder or any(a not in ("warn", "advise", "block", "halt") for a in self.ladder):
             raise ValueError(f"ladder must be a non-empty sequence of warn/advise/block/halt, got {self.ladder}")
+        if self.cooldown < 1:
+            raise ValueError(f"cooldown must be at least 1, got {self.cooldown}")
 
     def decide(self, state: SessionState, signals: list[Signal], call_index: int, report_tool: str | None) -> Verdict:
-        """Turn a call's (or a turn end's) signals into one verdict, updating the escalation level."""
+        """Turn a call's (or a turn end's) signals into one verdict, updating the ladder's state."""
         if not signals:
             return ALLOW
         hard = [s for s in signals if not s.warn_only]
@@ -41,9 +55,7 @@ class Escalation:
             primary = budget
         elif hard and not self.warn_only:
             primary = hard[0]
-            action = self.ladder[min(state.level, len(self.ladder) - 1)]
-            state.level += 1
-            state.clean = 0
+            action = self.ladder[self.rung(state, primary.loop)]
         else:
             primary = signals[0]
             action = "warn"
@@ -62,17 +74,42 @@ class Escalation:
             state.halted = {"reason": primary.reason, "kind": primary.kind, "message": message, "summary": summary}
         return verdict
 
-    def after_call(self, state: SessionState, clean: bool) -> None:
-        """After a call ran: ``cooldown`` clean calls in a row end the loop; any other call restarts the count."""
-        if not state.level:
-            return
-        if not clean:
+    def rung(self, state: SessionState, loop: int) -> int:
+        """The ladder index for an intervention on ``loop`` (a signal's loop key, 0 for none) now, and the
+        ladder's state updated to it."""
+        if state.rung_step == state.step:  # another call of the same model step: the same rung
+            _remember(state.loops, loop)
             state.clean = 0
-            return
+            return state.rung
+        top = len(self.ladder) - 1
+        if state.level and (state.clean == 0 or (loop and loop in state.loops)):  # the loop goes on
+            rung = min(state.level, top)
+            state.level += 1
+            _remember(state.loops, loop)
+        else:  # no loop yet, or another loop after new work: the first rung
+            rung = 0
+            state.level = 1
+            state.loops[:] = [loop] if loop else []
+        state.clean = 0
+        state.rung_step = state.step
+        state.rung = rung
+        return rung
+
+    def after_call(self, state: SessionState, news: bool) -> None:
+        """After a call ran: a call of a later step that brought something new counts towards ``cooldown``."""
+        if not state.level or not news or state.step == state.rung_step:
+            return  # a call of the intervened step was asked for before the model read the intervention
         state.clean += 1
         if state.clean >= self.cooldown:
             state.level = 0
             state.clean = 0
+            state.loops.clear()
+
+
+def _remember(loops: list[int], loop: int) -> None:
+    if loop and loop not in loops:
+        loops.append(loop)
+        del loops[:-LOOPS]
 
 
 def _compose(action: Action, s: Signal, summary: str, report_tool: str | None) -> str:

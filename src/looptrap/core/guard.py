@@ -156,12 +156,16 @@ class _GuardBase:
         if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
             self._turn_progress = True
 
-    def _turn_change(self, state: Any, usage: Any, text: str | None, error: str | None) -> Callable[..., Verdict]:
+    def _turn_change(
+        self, state: Any, usage: Any, text: str | None, error: str | None, tool_calls: int | None
+    ) -> Callable[..., Verdict]:
         engine, now = self._engine, self._now()
 
         def change(session: SessionState) -> Verdict:
             said = engine.text(session, text, final=True) if text else ALLOW
-            ended = engine.end_turn(session, progress=state, usage=usage, text=text, error=error, now=now)
+            ended = engine.end_turn(
+                session, progress=state, usage=usage, text=text, error=error, tool_calls=tool_calls, now=now
+            )
             return said if more_severe(said.action, ended.action) else ended
 
         return change
@@ -304,9 +308,10 @@ class Guard(_GuardBase):
     'allow'
     >>> guard.record("search_docs", {"query": "refund policy"}, "0 results")
 
-    ``check`` before a tool runs, ``record`` after it ran, ``end_turn`` once per model turn (optional),
-    ``new_task`` when a new user request starts. None of them raises: an internal error is logged and the
-    call is allowed (``fail_closed=True`` halts instead, reason ``guard_error``).
+    ``check`` before a tool runs, ``record`` after it ran, ``end_turn`` once per model turn (optional: with
+    it, the parallel calls of a turn share one step of the escalation ladder), ``user_message`` when the
+    user says something, ``new_task`` when a new user request starts. None of them raises: an internal
+    error is logged and the call is allowed (``fail_closed=True`` halts instead, reason ``guard_error``).
 
     ``config`` (or keyword options, the fields of :class:`GuardConfig`) sets detectors, budgets, escalation
     and tool policies; ``clock`` returns seconds (``None`` disables time-based checks); ``state`` continues
@@ -367,15 +372,23 @@ class Guard(_GuardBase):
             self._internal_error("record")
 
     def end_turn(
-        self, state: Any = None, *, usage: Any = None, text: str | None = None, error: str | None = None
+        self,
+        state: Any = None,
+        *,
+        usage: Any = None,
+        text: str | None = None,
+        error: str | None = None,
+        tool_calls: int | None = None,
     ) -> Verdict:
         """Once per model turn. ``state``: anything describing the task's progress (same fingerprint 3 turns
         in a row is ``no_progress``); ``usage``: tokens/cost of the turn; ``text``: the model's words;
-        ``error``: why the turn had no valid tool call, if so."""
+        ``error``: why the turn had no valid tool call, if so; ``tool_calls``: how many tool calls the turn
+        asked for, when the turn is ended as the model's response arrives, before they run (by default: the
+        calls checked since the last ``end_turn``)."""
         if not self.config.enabled:
             return ALLOW
         try:
-            return self._turn_ended(self._apply(self._turn_change(state, usage, text, error)))
+            return self._turn_ended(self._apply(self._turn_change(state, usage, text, error, tool_calls)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("end_turn")
 
@@ -389,6 +402,18 @@ class Guard(_GuardBase):
             return self._text_read(self._apply(self._text_change(text)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("feed_text")
+
+    def user_message(self, text: str | None = None) -> None:
+        """New input from the user within the task (an answer, a follow-up, a correction): what the agent does
+        next answers it, so a reply to the user is not idleness, calls before it are not repeated by calls
+        after it, and the ladder starts over. ``text`` is what the user said (not kept). For a new request
+        whose repetition memory should start over, call :meth:`new_task` (both, for a new request)."""
+        if not self.config.enabled:
+            return
+        try:
+            self._apply(partial(self._engine.user_message, text=text))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            self._internal_error("user_message")
 
     def new_task(self) -> None:
         """A new user request: repetition memory starts over, budgets do not."""
@@ -510,13 +535,19 @@ class AsyncGuard(_GuardBase):
             self._internal_error("record")
 
     async def end_turn(
-        self, state: Any = None, *, usage: Any = None, text: str | None = None, error: str | None = None
+        self,
+        state: Any = None,
+        *,
+        usage: Any = None,
+        text: str | None = None,
+        error: str | None = None,
+        tool_calls: int | None = None,
     ) -> Verdict:
         """See :meth:`Guard.end_turn`."""
         if not self.config.enabled:
             return ALLOW
         try:
-            return self._turn_ended(await self._apply(self._turn_change(state, usage, text, error)))
+            return self._turn_ended(await self._apply(self._turn_change(state, usage, text, error, tool_calls)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("end_turn")
 
@@ -528,6 +559,15 @@ class AsyncGuard(_GuardBase):
             return self._text_read(await self._apply(self._text_change(text)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("feed_text")
+
+    async def user_message(self, text: str | None = None) -> None:
+        """See :meth:`Guard.user_message`."""
+        if not self.config.enabled:
+            return
+        try:
+            await self._apply(partial(self._engine.user_message, text=text))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            self._internal_error("user_message")
 
     async def new_task(self) -> None:
         """See :meth:`Guard.new_task`."""

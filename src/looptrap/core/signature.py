@@ -6,13 +6,18 @@ Rules (documented in docs/signatures.md):
 * numbers compare by value: ``1 == 1.0 == Decimal("1")``; NaN and infinities get tagged markers;
 * strings are Unicode NFC, optionally whitespace- and case-folded per tool;
 * volatile keys are dropped (a configurable predicate on the key name);
-* values that are not JSON are canonicalised by type (bytes, sets, dataclasses, pydantic models,
-  datetimes, enums, paths, UUIDs), self-references become a ``{"$cycle": depth}`` marker, anything else
-  falls back to ``{"$repr": "<type>", ...}`` with memory addresses removed from its repr;
+* values that are not JSON are canonicalised by type, in this order: bytes, sets, datetimes, enums, paths,
+  UUIDs, decimals and exceptions (type and text); dataclasses (their fields); pydantic models
+  (``model_dump``); numpy arrays (dtype, shape and a digest of their bytes) and scalars; other objects by
+  their ``__dict__``. Self-references become a ``{"$cycle": depth}`` marker;
+* a value with no faithful canonical form (an object without a ``__dict__`` such as a generator, a
+  function, a value nested deeper than 48 levels, a value whose conversion fails) is *not comparable*: it
+  becomes an ``{"$opaque": nonce}`` marker that is new every time, so it is never equal to anything (never
+  a repeat, never stale). Unknown never means equal;
 * strings longer than ``HUGE`` characters are replaced by their own digest, so payloads are never kept.
 
-Nothing here raises on user data: an unexpected failure yields the deterministic marker
-``{"$unhashable": "<type>"}``.
+Every comparable value gets the same canonical form in every process and run (no ``hash()``, no ``repr``,
+no memory address is involved). Nothing here raises on user data.
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ from typing import Any
 import orjson
 import xxhash
 
-__all__ = ["HUGE", "Canonicaliser", "digest_bytes", "digest_text"]
+__all__ = ["HUGE", "OPAQUE_MARK", "Canonicaliser", "comparable", "digest_bytes", "digest_text"]
 
 #: Strings longer than this are represented by their digest inside a canonical form.
 HUGE = 4096
 
 _MAX_DEPTH = 48
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+#: The marker of a value that is not comparable (found in canonical bytes with ``in``).
+OPAQUE_MARK = b'"$opaque"'
 _WS = re.compile(r"\s+")
 _SORT = orjson.OPT_SORT_KEYS
 _INT_MAX = 2**63 - 1
@@ -52,6 +58,15 @@ def digest_bytes(data: bytes) -> int:
 def digest_text(text: str) -> int:
     """64-bit digest of a string (UTF-8, surrogates escaped so no string can fail)."""
     return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _opaque() -> dict[str, str]:
+    return {"$opaque": os.urandom(8).hex()}
+
+
+def comparable(data: bytes) -> bool:
+    """Whether canonical bytes stand for a comparable value (no part of it was opaque)."""
+    return OPAQUE_MARK not in data
 
 
 def _huge(s: str) -> dict[str, Any]:
@@ -95,8 +110,8 @@ class Canonicaliser:
                 if fast is not None:
                     return fast
             return orjson.dumps(self.canon(value, 0, ()), option=_SORT)
-        except Exception:  # noqa: BLE001 - any failure on user data must fall back deterministically
-            return orjson.dumps({"$unhashable": _type_name(value)})
+        except Exception:  # noqa: BLE001 - a failure on user data: the value is not comparable
+            return orjson.dumps(_opaque())
 
     def _flat(self, d: dict[Any, Any]) -> bytes | None:
         # Fast path for the common case: a flat dict of short ASCII strings, small ints, bools, None.
@@ -129,7 +144,7 @@ class Canonicaliser:
         if t is float:
             return _float(v)
         if depth >= _MAX_DEPTH:
-            return {"$deep": _type_name(v)}
+            return _opaque()
         if t is dict or isinstance(v, Mapping):
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
@@ -207,11 +222,26 @@ class Canonicaliser:
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
             return {"$type": _type_name(v), "fields": self.canon(dump(), depth + 1, (*path, id(v)))}
-        try:
-            text = _ADDR.sub("", repr(v))
-        except Exception:  # noqa: BLE001 - a broken __repr__ is the user's object, not our failure
-            text = ""
-        return {"$repr": _type_name(v), "text": self._str(text)}
+        numpy = sys.modules.get("numpy")  # not imported: no array can exist
+        if numpy is not None:
+            if isinstance(v, numpy.ndarray):
+                if v.dtype.hasobject:  # the bytes are pointers: compare the items
+                    items = self.canon(v.tolist(), depth + 1, path)
+                    return {"$ndarray": v.dtype.str, "shape": list(v.shape), "items": items}
+                raw = numpy.ascontiguousarray(v).tobytes()
+                return {"$ndarray": v.dtype.str, "shape": list(v.shape), "$bytes": format(digest_bytes(raw), "016x")}
+            if isinstance(v, numpy.generic):
+                return self.canon(v.item(), depth + 1, path)
+        if isinstance(v, BaseException):
+            return {"$exception": _type_name(v), "text": self._str(str(v))}
+        if isinstance(v, type):
+            return {"$class": f"{v.__module__}.{v.__qualname__}"}
+        attrs = getattr(v, "__dict__", None)
+        if type(attrs) is dict and attrs and not callable(v):
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            return {"$type": _type_name(v), "fields": self.canon(attrs, depth + 1, (*path, id(v)))}
+        return _opaque()  # a generator, a function, an object whose state is not in its __dict__
 
 
 def _has_surrogates(s: str) -> bool:

@@ -21,6 +21,8 @@ SEEN = 1024
 PREVIEWS = 48
 TOOLS = 256
 PENDING = 64
+LOOPS = 8  # loop keys remembered by the escalation ladder
+FILES = 64  # files whose content states are followed (edit loops)
 
 
 class StateVersionError(ValueError):
@@ -42,7 +44,17 @@ class Flag:
     LONG = 512  # a result longer than a short status line
     WRITE_ATTEMPT = 1024  # a mutating call, whether or not it succeeded
     BATCHED = 2048  # arrived while other calls were still running (parallel tool calls of one turn)
-    NOOP = 4096  # a write whose result says it changed nothing
+    NOOP = 4096  # a write that changed nothing (its result says so, or it wrote what was already there)
+    REVERT = 8192  # a write that brought a file back to a content it already had in this task
+    OPAQUE = 16384  # a result with no faithful canonical form: never equal to anything
+    NEWS = 32768  # the call brought something new: a successful state change, or new content
+
+    @staticmethod
+    def brings_news(flags: int) -> bool:
+        """Whether a call with these flags brought something new (the one definition every rule uses)."""
+        return bool(flags & Flag.MUTATED) or (
+            bool(flags & Flag.NOVEL) and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE | Flag.OPAQUE)
+        )
 
 
 class Entry(NamedTuple):
@@ -77,13 +89,26 @@ class SessionState:
     # checked calls awaiting their result, oldest first: (digest, index, arrival time, batched)
     pending: list[tuple[int, int, float | None, bool]] = field(default_factory=list)
     epoch: int = 0
+    # the escalation ladder: rungs climbed, calls that brought something new since the last intervention,
+    # the loops intervened on (keys), the model step of the last intervention and the rung it got
     level: int = 0
     clean: int = 0
+    loops: list[int] = field(default_factory=list)
+    step: int = 0
+    rung_step: int = -1
+    rung: int = 0
+    stepped: bool = True  # a result arrived since the last check (without end_turn, the next check is a new step)
+    step_calls: int = 0  # calls checked in this step
+    refused_at: float | None = None  # when the last check was intercepted (None: it was not)
+    heard: int = -1  # state.calls when the user last spoke (-1: never in this task)
     stale_run: int = 0
     history: deque[Entry] = field(default_factory=lambda: deque(maxlen=HISTORY))
     seen: dict[int, int] = field(default_factory=dict)
     results: dict[int, int] = field(default_factory=dict)
     previews: dict[int, str] = field(default_factory=dict)
+    files: dict[int, list[Any]] = field(default_factory=dict)
+    visit: list[Any] = field(default_factory=lambda: [0, False, False])  # see core.edits
+    visits: dict[int, list[int]] = field(default_factory=dict)
     per_tool: dict[str, int] = field(default_factory=dict)
     tokens: int = 0
     cost: float = 0.0
@@ -106,6 +131,16 @@ class SessionState:
         self.results.clear()
         self.stale_run = 0
 
+    def heard_user(self) -> None:
+        """The user said something: a new step, a new epoch, and the ladder starts over."""
+        self.step += 1
+        self.step_calls = 0
+        self.heard = self.calls
+        self.level = 0
+        self.clean = 0
+        self.loops.clear()
+        self.new_epoch()
+
     def forget_repetition(self) -> None:
         """Start a new task: repetition memory starts over, budgets do not."""
         self.task += 1
@@ -114,8 +149,14 @@ class SessionState:
         self.pending.clear()
         self.level = 0
         self.clean = 0
+        self.loops.clear()
+        self.rung_step = -1
+        self.heard = -1
         self.history.clear()
         self.previews.clear()
+        self.files.clear()
+        self.visit[:] = [0, False, False]
+        self.visits.clear()
         self.slots.clear()
         self.new_epoch()
         if self.halted is not None and not str(self.halted.get("reason", "")).startswith("budget_"):
@@ -136,11 +177,22 @@ class SessionState:
             "epoch": self.epoch,
             "level": self.level,
             "clean": self.clean,
+            "loops": self.loops,
+            "step": self.step,
+            "rung_step": self.rung_step,
+            "rung": self.rung,
+            "stepped": self.stepped,
+            "step_calls": self.step_calls,
+            "refused_at": self.refused_at,
+            "heard": self.heard,
             "stale_run": self.stale_run,
             "history": [list(e) for e in self.history],
             "seen": list(self.seen.items()),
             "results": list(self.results.items()),
             "previews": list(self.previews.items()),
+            "files": list(self.files.items()),
+            "visit": self.visit,
+            "visits": list(self.visits.items()),
             "per_tool": self.per_tool,
             "tokens": self.tokens,
             "cost": self.cost,
@@ -179,6 +231,19 @@ class SessionState:
         s.seen = {int(k): int(v) for k, v in data["seen"]}
         s.results = {int(k): int(v) for k, v in data["results"]}
         s.previews = {int(k): str(v) for k, v in data["previews"]}
+        # Fields added within format version 1: a state saved before them loads with their defaults.
+        s.loops = [int(k) for k in data.get("loops", ())]
+        for name in ("step", "rung_step", "rung", "heard", "step_calls"):
+            if name in data:
+                setattr(s, name, int(data[name]))
+        s.stepped = bool(data.get("stepped", True))
+        refused = data.get("refused_at")
+        s.refused_at = None if refused is None else float(refused)
+        s.files = {int(k): list(v) for k, v in data.get("files", ())}
+        visit = data.get("visit")
+        if isinstance(visit, list) and len(visit) == 3:
+            s.visit = [int(visit[0]), bool(visit[1]), bool(visit[2])]
+        s.visits = {int(k): [int(x) for x in v] for k, v in data.get("visits", ())}
         s.per_tool = dict(data["per_tool"])
         s.tokens = int(data["tokens"])
         s.cost = float(data["cost"])

@@ -18,8 +18,9 @@ class Call:
     """A tool call as the guard sees it: its tool, its signature digest, a short preview of its arguments,
     whether it changes state when it succeeds (``mutating``) or even when it fails (``writes_on_failure``:
     a shell chain whose write ran before a later command failed), whether it waits for something to happen
-    (``polling``), its 1-based index in the session, the time it arrived, and its ``family``: the tool, or for
-    a shell tool the tool and the program it runs (``bash:pytest``)."""
+    (``polling``), its 1-based index in the session, the time it arrived, its ``family``: the tool, or for
+    a shell tool the tool and the program it runs (``bash:pytest``), and for a write whose arguments say
+    what a file holds afterwards, that ``edit``."""
 
     tool: str
     digest: int
@@ -32,6 +33,7 @@ class Call:
     family: str = ""
     batched: bool = False
     args: Any = field(default=None, repr=False, compare=False)  # kept until the call is recorded, never saved
+    edit: Any = field(default=None, repr=False, compare=False)  # what a write does to a file (core.edits.Edit)
 
     def numbered(self, index: int) -> Call:
         """This call with its index in the session (a plain constructor call: this is on the per-call path)."""
@@ -47,6 +49,7 @@ class Call:
             self.family,
             self.batched,
             self.args,
+            self.edit,
         )
 
 
@@ -62,6 +65,9 @@ class Signal:
     count: int = 0
     warn_only: bool = False
     details: dict[str, Any] = field(default_factory=dict)
+    #: What identifies the loop (0: nothing): a signal with the same key after an intervention is the same
+    #: loop going on, even when other calls brought something new in between (see docs/escalation.md).
+    loop: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for logs, traces and reports)."""

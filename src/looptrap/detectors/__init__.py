@@ -3,6 +3,7 @@
 from looptrap.detectors.base import Detector, TurnEnd
 from looptrap.detectors.cycle import Cycle
 from looptrap.detectors.drift import Drift
+from looptrap.detectors.edits import EditLoop
 from looptrap.detectors.errors import ErrorRepeat
 from looptrap.detectors.progress import NoAction, NoProgress
 from looptrap.detectors.rate import Rate
@@ -13,6 +14,7 @@ __all__ = [
     "Cycle",
     "Detector",
     "Drift",
+    "EditLoop",
     "ErrorRepeat",
     "NoAction",
     "NoProgress",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from looptrap.core.signature import digest_text
 from looptrap.core.types import Call, Signal
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ class TurnEnd:
 
 class Detector:
     """Base class: override ``check`` (before a call), ``observe`` (after it ran), ``end_turn`` and/or ``text``
-    (the model's words).
+    (the model's words); ``reset`` and ``user_input`` say what a state change and the user's words make moot.
 
     ``threshold`` is the detector's main number (documented per detector); a tool's policy may override it
     with ``ToolPolicy(limits={name: n})``. ``warn_only=True`` turns the detector's interventions into warnings.
@@ -68,6 +69,11 @@ class Detector:
         """A state change (successful mutating call): forget what no longer holds. Default: clear the slot."""
         state.slots.pop(self.name, None)
 
+    def user_input(self, state: SessionState) -> None:
+        """The user said something (``Guard.user_message``): what the agent does next answers it. Default:
+        clear the slot."""
+        state.slots.pop(self.name, None)
+
     def signal(
         self,
         message: str,
@@ -76,8 +82,11 @@ class Detector:
         evidence: tuple[int, ...] = (),
         count: int = 0,
         details: dict[str, Any] | None = None,
+        loop: int = 0,
+        warn_only: bool | None = None,
     ) -> Signal:
-        """Build this detector's signal."""
+        """Build this detector's signal (``loop``: what identifies the loop, see :meth:`loop_key`;
+        ``warn_only``: this signal only warns, whatever the detector's setting)."""
         return Signal(
             kind=self.name,
             reason=self.reason,
@@ -85,9 +94,14 @@ class Detector:
             tool=tool,
             evidence=evidence,
             count=count,
-            warn_only=self.warn_only,
+            warn_only=self.warn_only if warn_only is None else warn_only or self.warn_only,
             details=details or {},
+            loop=loop,
         )
+
+    def loop_key(self, *parts: object) -> int:
+        """A stable key for one loop of this detector (the same parts give the same key in every process)."""
+        return digest_text("\x00".join((self.name, *map(str, parts))))
 
     def __repr__(self) -> str:
         fields = {k: getattr(self, k) for k in getattr(self, "__dataclass_fields__", {})}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from looptrap.core.config import ToolPolicy
-from looptrap.core.state import Flag, SessionState
+from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
 from looptrap.detectors.base import Detector, preview
 
@@ -14,7 +14,11 @@ __all__ = ["Cycle"]
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Cycle(Detector):
-    """Intervene when a call would be the ``threshold``-th stale call in a row.
+    """Intervene on a call that continues a cycle of stale calls:
+
+    * a short cycle (period ``2`` to ``short_period``): the call that starts its third pass, once its whole
+      second pass was stale (A,B,A,B then A; A,B,C,A,B,C then A);
+    * any other run: the call that would be the ``threshold``-th stale call in a row.
 
     A call is stale when the same call already returned the same result since the last state change
     (a successful write, edit, commit, send...). Re-reading a file or re-running tests after an edit is
@@ -24,14 +28,23 @@ class Cycle(Detector):
     name = "cycle"
     reason = "loop_cycle"
     threshold: int = 5
+    short_period: int = 3
     warn_only: bool = False
 
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
-        n = self.limit(policy)
-        if state.stale_run < n - 1 or call.digest not in state.seen:
+        run = state.stale_run
+        if run < 2 or call.digest not in state.seen:
             return None
-        stale = [e for e in list(state.history)[-(n - 1) :] if e.flags & Flag.STALE]
-        period = _period(state)
+        n = self.limit(policy)
+        history = list(state.history)
+        period = _short_cycle(history, run, call.digest, self.short_period)
+        if period:
+            stale = history[-period:]
+        elif run >= n - 1:
+            stale = [e for e in history[-(n - 1) :] if e.flags & Flag.STALE]
+            period = _period(history, run)
+        else:
+            return None
         names = []
         for e in stale:
             p = preview(state, e.digest, e.tool)
@@ -39,22 +52,43 @@ class Cycle(Detector):
                 names.append(p)
         shown = "; ".join(names[:6]) + ("; ..." if len(names) > 6 else "")
         shape = f" (a cycle of {period} calls)" if period > 1 else ""
+        key = 0
+        for d in {e.digest for e in stale} | {call.digest}:
+            key ^= d
         return self.signal(
-            f"Your last {n - 1} calls repeated calls you had already made since the last change, and each "
+            f"Your last {len(stale)} calls repeated calls you had already made since the last change, and each "
             f"returned exactly what it returned before{shape}: {shown}. Nothing has changed, so repeating them "
             f"will not tell you anything new. Act on what you already have, change something, or try a "
             f"genuinely different approach.",
             tool=call.tool,
             evidence=(*(e.call_index for e in stale), call.index),
-            count=n,
+            count=len(stale) + 1,
             details={"period": period},
+            loop=key,
         )
 
 
-def _period(state: SessionState) -> int:
+def _short_cycle(history: list[Entry], run: int, digest: int, longest: int) -> int:
+    """The period p (2..longest) of a cycle whose second pass (the last p calls) was stale and that ``digest``
+    would go on with (it is the call p back): 0 if there is none."""
+    for p in range(2, longest + 1):
+        if run < p or len(history) < 2 * p:
+            return 0
+        tail = history[-2 * p :]
+        first = [e.digest for e in tail[:p]]
+        if (
+            digest == first[0]
+            and len(set(first)) == p
+            and all(tail[i].digest == tail[i - p].digest for i in range(p, 2 * p))
+        ):
+            return p
+    return 0
+
+
+def _period(history: list[Entry], stale_run: int) -> int:
     """The smallest period that explains the recent history of call digests (1 if none does)."""
-    digests = [e.digest for e in state.history]
-    run = min(state.stale_run, len(digests))
+    digests = [e.digest for e in history]
+    run = min(stale_run, len(digests))
     tail = digests[-run:] if run else []
     for p in range(1, len(tail) // 2 + 1):
         if all(tail[i] == tail[i - p] for i in range(p, len(tail))):

@@ -17,13 +17,16 @@ _KEEP = 8
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Drift(Detector):
-    """Intervene on the next call of a tool once ``threshold`` of its calls in a row (since it last returned
-    something new, in this epoch) came back with nothing new: empty ("0 results", "not found",
-    ``status: not_found``) or a long result the tool had already returned. Short identical answers ("sent",
+    """Intervene on the next call of a tool once ``threshold`` of its calls came back with nothing new
+    (empty: "0 results", "not found", ``status: not_found``; or a long result the tool had already returned)
+    while *no call of the session* brought anything new: drift is the agent finding nothing new anywhere.
+    Any call that brings new content, or a successful state change, starts every count over, so reworded
+    searches while new files are being read are exploration, not drift. Short identical answers ("sent",
     "ok", "in stock") are not "nothing new": a batch of distinct work with the same acknowledgement is not
-    drift. Mutating calls, polls and errors with a message are left to the other detectors; an error with no
-    message (``grep`` finding nothing exits 1 with an empty output) is an empty result. Counted per tool:
-    a shell agent switching between ``grep``, ``rg`` and ``find`` for the same missing thing is rewording.
+    drift. Mutating calls, polls, results that are not comparable and errors with a message are left to the
+    other detectors; an error with no message (``grep`` finding nothing exits 1 with an empty output) is an
+    empty result. Counted per tool: a shell agent switching between ``grep``, ``rg`` and ``find`` for the same
+    missing thing is rewording.
     """
 
     name = "drift"
@@ -33,8 +36,11 @@ class Drift(Detector):
 
     def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
         f = entry.flags
-        if f & (Flag.MUTATED | Flag.PENDING) or (f & Flag.ERROR and not f & Flag.EMPTY):
-            return  # a write, a poll, or an error with a message (error_repeat's business) is not a search
+        if f & Flag.NEWS:
+            state.slots.pop(self.name, None)  # something new came back: the agent is not drifting
+            return
+        if f & (Flag.MUTATED | Flag.PENDING | Flag.OPAQUE) or (f & Flag.ERROR and not f & Flag.EMPTY):
+            return  # a write, a poll, an incomparable result, or an error with a message is not a search
         slot: dict[str, Any] = state.slots.setdefault(self.name, {})
         if f & Flag.EMPTY or (f & Flag.LONG and not f & (Flag.NOVEL | Flag.ACK)):
             count, recent = slot.get(entry.tool) or (0, [])
@@ -42,8 +48,6 @@ class Drift(Detector):
             if entry.tool not in slot and len(slot) >= 256:
                 del slot[next(iter(slot))]
             slot[entry.tool] = [count + 1, recent]
-        elif f & Flag.NOVEL:
-            slot.pop(entry.tool, None)
 
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
         slot = state.slots.get(self.name)
@@ -66,4 +70,5 @@ class Drift(Detector):
             tool=call.tool,
             evidence=(*(r[0] for r in recent), call.index),
             count=count + 1,
+            loop=self.loop_key(call.tool),
         )

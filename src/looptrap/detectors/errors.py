@@ -76,6 +76,7 @@ class ErrorRepeat(Detector):
                 tool=call.tool,
                 evidence=(*mine[2], call.index),
                 count=mine[0] + 1,
+                loop=call.digest,
             )
         for ekey, (count, hard, idx, writes) in (slot["errors"].get(call.family or call.tool) or {}).items():
             if call.mutating and not writes:
@@ -90,6 +91,7 @@ class ErrorRepeat(Detector):
                     tool=call.tool,
                     evidence=(*idx, call.index),
                     count=count + 1,
+                    loop=self.loop_key(call.family or call.tool, ekey),
                 )
         return None
 

@@ -35,6 +35,7 @@ class NoProgress(Detector):
             f"is blocking you.",
             count=count,
             evidence=(turn.call_index,),
+            loop=self.loop_key(turn.state_digest),
         )
 
     def reset(self, state: SessionState) -> None:
@@ -44,7 +45,9 @@ class NoProgress(Detector):
 @dataclass(frozen=True, slots=True, repr=False)
 class NoAction(Detector):
     """Intervene when ``threshold`` turns in a row end without a tool call (an invalid call, an empty reply,
-    or the same words again instead of acting)."""
+    or words instead of acting) while the agent runs on its own: the user's input (``Guard.user_message``)
+    starts the count over, so a reply to the user, or a question to them, is not idleness. The ladder climbs
+    only while the stall goes on (no tool call in between)."""
 
     name = "no_action"
     reason = "no_action"

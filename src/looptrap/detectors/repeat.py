@@ -19,7 +19,8 @@ class Repeat(Detector):
     Results that change (polling with progress) reset the count. A result that says the work is still
     going (``pending``, ``running``, ``status: in_progress``) uses ``pending_threshold`` instead, so polling
     that ends is left alone; a result the tool marked ``retryable: false`` uses ``non_retryable_threshold``
-    (the first identical retry is intercepted).
+    (the first identical retry is intercepted). Calls before the user last spoke do not count: a lookup
+    repeated because the user asked again is an answer.
     """
 
     name = "repeat"
@@ -45,10 +46,11 @@ class Repeat(Detector):
         if len(h) < need or need < 1:
             return None
         evidence = []
+        heard = state.heard
         for i in range(1, need + 1):
             e = h[-i]
-            if e.digest != call.digest or e.result != last.result:
-                return None
+            if e.digest != call.digest or e.result != last.result or e.call_index <= heard:
+                return None  # another call, another result, or the user spoke in between
             evidence.append(e.call_index)
         evidence.reverse()
         if last.flags & Flag.NON_RETRYABLE and need == 1:
@@ -67,4 +69,5 @@ class Repeat(Detector):
             tool=call.tool,
             evidence=(*evidence, call.index),
             count=n,
+            loop=call.digest,
         )

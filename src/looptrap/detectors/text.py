@@ -9,7 +9,7 @@ from typing import Any
 
 import xxhash
 
-from looptrap.core.state import SessionState
+from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Signal
 from looptrap.detectors.base import Detector
 
@@ -32,7 +32,9 @@ class RepeatedText(Detector):
     Text is fed with ``Guard.feed_text`` (streamed chunks) or ``end_turn(text=...)``. Only prose counts:
     code blocks, tables, lists, headings, quotes and dividers reset the count, so generated code and
     structured output never trip it. Sentences shorter than ``min_chars`` are ignored ("OK.", "Done.").
-    A state change (a successful write) starts over.
+    Repeats count only across turns that bring nothing new: a call that returns new content, a state change
+    or the user's input starts over, so a per-turn preamble ("Let me look at the next part of the file")
+    during productive work is not chanting.
     """
 
     name = "repeated_text"
@@ -41,6 +43,12 @@ class RepeatedText(Detector):
     max_gap: int = 4
     min_chars: int = 12
     warn_only: bool = False
+
+    def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
+        if entry.flags & Flag.NEWS:
+            slot = state.slots.get(self.name)
+            if slot and slot["units"]:
+                slot["units"] = []  # productive work in between: what was said before does not count
 
     def text(self, chunk: str, state: SessionState, call_index: int, *, final: bool = False) -> Signal | None:
         """Read more of the model's text (``final``: the turn's text is complete)."""
@@ -104,4 +112,5 @@ class RepeatedText(Detector):
             count=len(positions),
             evidence=(call_index,),
             details={"sentence": quoted},
+            loop=h,
         )

@@ -1,7 +1,8 @@
 """What the OpenAI and Anthropic SDK integrations share: a model's tool calls run through a guard.
 
 One decision path per call (``ToolDispatch._begin`` and ``_end``); the sync and async drivers
-only differ in how they call the tool function. The SDK modules turn the outcomes into their API's messages.
+only differ in how they call the tool function. Each batch is the calls of one model turn, which the drivers
+end once the calls ran (``_end_turn``). The SDK modules turn the outcomes into their API's messages.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from looptrap.core.guard import Guard
 from looptrap.core.pool import GuardPool
 from looptrap.core.types import Verdict
 
-__all__ = ["Outcome", "ToolCall", "ToolDispatch", "content_of", "error_text", "field", "json_call"]
+__all__ = ["Outcome", "ToolCall", "ToolDispatch", "Turn", "content_of", "error_text", "field", "json_call"]
 
 ToolFunctions = Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]]
+Turn = tuple[Any, "str | None"]  # a model turn's usage report and words
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,8 @@ class ToolDispatch:
     ones need the async methods). ``guard``: a :class:`Guard`, a :class:`GuardPool` or ``None`` (a new pool);
     with a pool, each method's ``session`` picks the guard (default: this object's ``session``, made up if not
     given). A call to the guard's ``report_blocked`` tool (``config.report_tool``), unless ``tools`` has its
-    own, is handled by the guard: it halts the run.
+    own, is handled by the guard: it halts the run. Each batch of calls is one model turn: once its calls
+    ran, the turn is ended (with the reply's usage and words, when given).
     """
 
     def __init__(
@@ -107,6 +110,11 @@ class ToolDispatch:
         """The guard of ``session`` (with a :class:`Guard`: that guard)."""
         g = self.guards
         return g if isinstance(g, Guard) else g.get(session or self.session)
+
+    def user_message(self, text: str | None = None, *, session: str | None = None) -> None:
+        """The user said something (a new message in the conversation): see :meth:`looptrap.Guard.user_message`.
+        For a new request, call ``guard(session).new_task()`` first."""
+        self.guard(session).user_message(text)
 
     def _verdict(self, guard: Guard, name: str, args: Any) -> Verdict:
         """The guard's verdict on a call; a call to the guard's ``report_blocked`` tool is the model's report."""
@@ -138,9 +146,19 @@ class ToolDispatch:
         guard.record(call.name, call.args, result)
         return Outcome(call, content_of(result))
 
+    @staticmethod
+    def _end_turn(guard: Guard, out: list[Outcome], turn: Turn | None) -> list[Outcome]:
+        """End the model turn whose calls ran: a halt (a budget) raises :class:`LoopHalted`, unless the turn
+        asked for no call (its answer stands; the halt stays for the next call)."""
+        usage, text = turn if turn is not None else (None, None)
+        verdict = guard.end_turn(usage=usage, text=text)
+        if verdict.action == "halt" and out:
+            raise LoopHalted(verdict)
+        return out
+
     # -- the drivers ---------------------------------------------------------------------------------------
-    def _run(self, calls: Iterable[ToolCall], session: str | None = None) -> list[Outcome]:
-        """Run the calls in order (sync tool functions)."""
+    def _run(self, calls: Iterable[ToolCall], session: str | None = None, turn: Turn | None = None) -> list[Outcome]:
+        """Run the calls of one model turn in order (sync tool functions), then end the turn."""
         guard, out = self.guard(session), []
         for call in calls:
             step = self._begin(guard, call)
@@ -156,10 +174,12 @@ class ToolDispatch:
                 _discard(result)
                 raise TypeError(f"tool {call.name!r} is async: use the async method (the one starting with 'a')")
             out.append(self._end(guard, call, result))
-        return out
+        return self._end_turn(guard, out, turn)
 
-    async def _arun(self, calls: Iterable[ToolCall], session: str | None = None) -> list[Outcome]:
-        """Run the calls in order, awaiting async tool functions."""
+    async def _arun(
+        self, calls: Iterable[ToolCall], session: str | None = None, turn: Turn | None = None
+    ) -> list[Outcome]:
+        """Run the calls of one model turn in order, awaiting async tool functions, then end the turn."""
         guard, out = self.guard(session), []
         for call in calls:
             step = self._begin(guard, call)
@@ -174,7 +194,7 @@ class ToolDispatch:
                 out.append(self._end(guard, call, exc=exc))
                 continue
             out.append(self._end(guard, call, result))
-        return out
+        return self._end_turn(guard, out, turn)
 
 
 def _fail(problem: str) -> Any:

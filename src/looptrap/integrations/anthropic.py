@@ -2,7 +2,9 @@
 
 ``tools = GuardedTools({"search_docs": search_docs})`` runs the ``tool_use`` blocks of a reply through the guard:
 ``tools.tool_results(message)`` returns the next user message's ``tool_result`` blocks. Advice and blocks become
-an ``is_error`` result without running the function; a halt raises :class:`looptrap.LoopHalted`.
+an ``is_error`` result without running the function; a halt raises :class:`looptrap.LoopHalted`. Each call
+runs the calls of one model turn and ends that turn (with the reply's usage and words): don't call
+``end_turn`` yourself too. ``tools.user_message(text)`` passes on what the user says.
 
 ``tool_runner(client, guard=..., **params)`` is ``client.beta.messages.tool_runner(**params)`` with its tools
 (``@beta_tool`` functions) guarded: advice reaches the model as an ``is_error`` result, a halt stops the runner
@@ -33,7 +35,7 @@ from looptrap.core.guard import Guard
 from looptrap.core.pool import GuardPool
 from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
-from looptrap.integrations._sdk import Outcome, ToolCall, ToolDispatch, error_text, field, json_call
+from looptrap.integrations._sdk import Outcome, ToolCall, ToolDispatch, Turn, error_text, field, json_call
 
 __all__ = ["AsyncGuardedToolRunner", "GuardedToolRunner", "GuardedTools", "report_blocked_tool_param", "tool_runner"]
 
@@ -57,17 +59,22 @@ class GuardedTools(ToolDispatch):
     A tool that raises or an unknown tool give ``"Error: ..."`` with ``is_error: true``. A halt raises
     :class:`looptrap.LoopHalted` (``.reason``, ``.summary``). A model's call to ``report_blocked`` (see
     :func:`report_blocked_tool_param`) halts with reason ``reported_blocked``.
+
+    Each :meth:`tool_results` call is one model turn: once its calls ran, the turn is ended with the reply's
+    ``usage`` and text, so turn, token and cost budgets apply; a budget halt raises
+    :class:`looptrap.LoopHalted` there, unless the reply asked for no call. Pass every reply, the last one
+    (no calls) included. :meth:`user_message` passes on what the user says.
     """
 
     def tool_results(self, message: Any, *, session: str | None = None) -> list[ToolResultBlockParam]:
         """The ``tool_result`` blocks for a reply (the ``Message``, or its ``content`` list; SDK objects or
         dicts, beta types too). Blocks other than ``tool_use`` (text, thinking, server tools, toolset
         members) are skipped."""
-        return [_tool_result(o) for o in self._run(_tool_uses(message), session)]
+        return [_tool_result(o) for o in self._run(_tool_uses(message), session, _reply_turn(message))]
 
     async def atool_results(self, message: Any, *, session: str | None = None) -> list[ToolResultBlockParam]:
         """:meth:`tool_results` for async loops (tool functions may be async)."""
-        return [_tool_result(o) for o in await self._arun(_tool_uses(message), session)]
+        return [_tool_result(o) for o in await self._arun(_tool_uses(message), session, _reply_turn(message))]
 
 
 def _tool_uses(message: Any) -> list[ToolCall]:
@@ -77,6 +84,25 @@ def _tool_uses(message: Any) -> list[ToolCall]:
         for b in blocks or ()
         if field(b, "type") == "tool_use" and not field(b, "toolset_name")
     ]
+
+
+def _reply_turn(message: Any) -> Turn:
+    """A reply's usage and the words of its text blocks."""
+    listed = isinstance(message, (list, tuple))
+    blocks = message if listed else field(message, "content")
+    words = [field(b, "text") for b in blocks or () if field(b, "type") == "text"] if isinstance(blocks, list) else []
+    return None if listed else field(message, "usage"), "".join(w for w in words if isinstance(w, str)) or None
+
+
+def _said(message: Any) -> str | None:
+    """The text of a user message, or ``None`` when it is not one (an assistant reply, tool results only)."""
+    if field(message, "role") != "user":
+        return None
+    content = field(message, "content")
+    if isinstance(content, str):
+        return content
+    words = [field(b, "text") for b in content or () if field(b, "type") == "text"]
+    return "\n".join(w for w in words if isinstance(w, str)) or None
 
 
 def _tool_result(o: Outcome) -> ToolResultBlockParam:
@@ -105,6 +131,21 @@ class _RunnerGuard(ToolDispatch):
     @property
     def report(self) -> str:
         return self.guard().config.report_tool or "report_blocked"
+
+    def hear(self, messages: Iterable[Any]) -> None:
+        """The user messages among ``messages`` (not tool results) are the user's input."""
+        for m in messages:
+            said = _said(m)
+            if said is not None:
+                self.user_message(said)
+
+    def turn_ended(self, message: Any) -> None:
+        """End the model turn of a reply whose calls ran; a halt (a budget) is kept, unless the reply asked for
+        no call (its answer stands)."""
+        usage, text = _reply_turn(message)
+        verdict = self.guard().end_turn(usage=usage, text=text)
+        if verdict.action == "halt" and _tool_uses(message) and self.halted is None:
+            self.halted = verdict
 
 
 class _GuardedTool(BetaBuiltinFunctionTool):
@@ -169,6 +210,12 @@ class _Runner:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.runner, name)
 
+    def append_messages(self, *messages: Any) -> None:
+        """The runner's ``append_messages``; the user messages among them (not tool results) are the user's
+        input."""
+        self.runner.append_messages(*messages)
+        self.looptrap.hear(messages)
+
     def _raise_halt(self) -> None:
         if self.looptrap.halted is not None:
             raise LoopHalted(self.looptrap.halted)
@@ -177,32 +224,61 @@ class _Runner:
 class GuardedToolRunner(_Runner):
     """The SDK's tool runner (``runner``) with guarded tools: iterate it or call :meth:`until_done` as usual;
     when the guard halts, the runner stops before its next request and both raise
-    :class:`looptrap.LoopHalted`. Other attributes are the runner's."""
+    :class:`looptrap.LoopHalted`. Each reply ends a model turn once its calls ran (a budget halt stops the
+    runner there). Other attributes are the runner's."""
 
     def __iter__(self) -> Iterator[Any]:
-        yield from self.runner
+        gate, last = self.looptrap, None
+        for item in self.runner:
+            if last is not None and gate.halted is None:
+                gate.turn_ended(_message_of(last))
+                if gate.halted is not None:
+                    self.runner.close()
+                    break
+            last = item
+            yield item
+        if last is not None and gate.halted is None:
+            gate.turn_ended(_message_of(last))
         self._raise_halt()
 
     def until_done(self) -> Any:
         """The final message (the runner's ``until_done``); a halt raises :class:`looptrap.LoopHalted`."""
-        message = self.runner.until_done()
-        self._raise_halt()
-        return message
+        for _ in self:
+            pass
+        return self.runner.until_done()
 
 
 class AsyncGuardedToolRunner(_Runner):
     """:class:`GuardedToolRunner` for ``AsyncAnthropic``: ``async for`` and ``await runner.until_done()``."""
 
     async def __aiter__(self) -> AsyncIterator[Any]:
+        gate, last = self.looptrap, None
         async for item in self.runner:
+            if last is not None and gate.halted is None:
+                gate.turn_ended(await _amessage_of(last))
+                if gate.halted is not None:
+                    await self.runner.close()
+                    break
+            last = item
             yield item
+        if last is not None and gate.halted is None:
+            gate.turn_ended(await _amessage_of(last))
         self._raise_halt()
 
     async def until_done(self) -> Any:
         """The final message (the runner's ``until_done``); a halt raises :class:`looptrap.LoopHalted`."""
-        message = await self.runner.until_done()
-        self._raise_halt()
-        return message
+        async for _ in self:
+            pass
+        return await self.runner.until_done()
+
+
+def _message_of(item: Any) -> Any:
+    """The reply a runner yielded: the message itself, or the final message of a stream (read by then)."""
+    return item if field(item, "usage") is not None else item.get_final_message()
+
+
+async def _amessage_of(item: Any) -> Any:
+    return item if field(item, "usage") is not None else await item.get_final_message()
 
 
 @overload
@@ -239,7 +315,8 @@ def tool_runner(
 
     Function tools (``@beta_tool`` / ``@beta_async_tool``, and built-in function tools such as the memory
     tool) are guarded; toolsets and raw tool definitions pass as they are. A ``report_blocked`` tool is added
-    unless one is given. ``guard`` and ``session`` as for :class:`GuardedTools`.
+    unless one is given. ``guard`` and ``session`` as for :class:`GuardedTools`. The last of ``messages``, when
+    the user wrote it, and the user messages given to ``append_messages`` are the user's input.
     """
     is_async = isinstance(client, AsyncAnthropic)
     sync_kind, async_kind = (
@@ -260,4 +337,5 @@ def tool_runner(
     if gate.guard().config.report_tool is not None and gate.report not in runnable:
         wrapped.append(_AsyncGuardedTool(None, gate) if is_async else _GuardedTool(None, gate))
     gate.runner = client.beta.messages.tool_runner(tools=wrapped, **params)
+    gate.hear(list(params.get("messages") or ())[-1:])  # the run's input: the user's last message
     return AsyncGuardedToolRunner(gate.runner, gate) if is_async else GuardedToolRunner(gate.runner, gate)

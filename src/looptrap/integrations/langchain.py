@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
@@ -35,6 +35,7 @@ __all__ = ["LooptrapMiddleware"]
 
 OnHalt = Literal["raise", "end"]
 ToolResult = ToolMessage | Command[Any]
+_MARKS = 10_000  # threads whose last message seen is remembered (so each human message is heard once)
 
 
 def _thread_id(runtime: Any) -> str | None:
@@ -79,8 +80,10 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
     session ``"default"``); by default a new ``GuardPool()``. ``on_halt="raise"`` raises
     :class:`~looptrap.LoopHalted` out of the run; ``"end"`` ends it with a final ``AIMessage`` whose
     ``response_metadata["looptrap"]`` holds the halting verdict. Each run started with new input is a new
-    task for its session (repetition memory starts over, budgets do not). After each model call the turn is
-    counted with the model's token usage, so turn, token and cost budgets apply. When the guard's
+    task for its session (repetition memory starts over, budgets do not), and every human message the run
+    sees (its input, and any added later in the run) is the user's input, heard once. Each model call ends
+    a turn with the model's token usage (turn, token and cost budgets apply), and the tool calls of one
+    model message share one step of the escalation ladder. When the guard's
     ``report_tool`` is set (by default ``report_blocked``), the agent gets that tool: calling it halts with
     reason ``reported_blocked``.
     """
@@ -93,6 +96,7 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         config = self.guard.engine.config if isinstance(self.guard, GuardPool) else self.guard.config
         self.report_tool: str | None = config.report_tool
         self.tools: list[BaseTool] = []
+        self._marks: dict[str | None, str] = {}  # thread -> id of the last message heard up to
         if self.report_tool:
             self.tools.append(
                 StructuredTool.from_function(
@@ -182,23 +186,55 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.guard_for(_thread_id(runtime)).new_task()
         return None
 
+    def _hear(self, thread: str | None, guard: Guard, messages: list[AnyMessage], upto: int) -> None:
+        """Feed the human messages in ``messages[:upto]`` not heard yet (those after the last message this
+        thread was read up to; without that mark, those after the last AI message) as the user's input."""
+        mark, start, ai_at = self._marks.get(thread), None, -1
+        for i in range(upto - 1, -1, -1):
+            m = messages[i]
+            if mark is not None and m.id == mark:
+                start = i
+                break
+            if ai_at < 0 and isinstance(m, AIMessage):
+                ai_at = i
+                if mark is None:
+                    break
+        for m in messages[(ai_at if start is None else start) + 1 : upto]:
+            if isinstance(m, HumanMessage):
+                guard.user_message(m.text or None)
+        last = messages[-1].id if messages else None
+        if last is not None:
+            self._marks.pop(thread, None)
+            if len(self._marks) >= _MARKS:
+                del self._marks[next(iter(self._marks))]
+            self._marks[thread] = last
+
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Stop before calling the model again once the session is halted."""
-        verdict = self.guard_for(_thread_id(runtime)).halted
-        return None if verdict is None else self._stop(verdict, state["messages"])
+        """Hear the human messages new since the last model call; stop before calling the model again once
+        the session is halted."""
+        thread = _thread_id(runtime)
+        guard, messages = self.guard_for(thread), state["messages"]
+        self._hear(thread, guard, messages, len(messages))
+        verdict = guard.halted
+        return None if verdict is None else self._stop(verdict, messages)
 
     @hook_config(can_jump_to=["end"])
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """End the model's turn (its words and token usage); stop if that halts the session."""
+        """End the model's turn (its words and token usage), after hearing any human message added just
+        before the call (an interrupt before the model); stop if that halts the session."""
         messages = state["messages"]
         last = messages[-1] if messages else None
         if not isinstance(last, AIMessage):
             return None
-        verdict = self.guard_for(_thread_id(runtime)).end_turn(
+        thread = _thread_id(runtime)
+        guard = self.guard_for(thread)
+        self._hear(thread, guard, messages, len(messages) - 1)
+        verdict = guard.end_turn(
             usage=last.usage_metadata,
             text=last.text or None,
             error="invalid tool call" if last.invalid_tool_calls else None,
+            tool_calls=len(last.tool_calls),  # the turn ends before its calls run
         )
         return self._stop(verdict, messages) if verdict.action == "halt" else None
 

@@ -4,6 +4,8 @@
 and blocks reject the call (``reject_content``): the tool does not run, the model gets the advice as the tool's
 result and the run goes on. A halt trips the guardrail's tripwire: ``Runner.run`` raises the SDK's
 ``ToolInputGuardrailTripwireTriggered``, whose ``output.output_info`` is looptrap's halting :class:`Verdict`.
+The input of each run is the user's input (an agent input guardrail), and the first call of each model
+request ends the turn before it: the calls of one model response share one step of the escalation ladder.
 
 Needs ``pip install "looptrap[openai-agents]"``.
 """
@@ -13,13 +15,16 @@ from __future__ import annotations
 import copy
 import json
 import os
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from agents import (
     Agent,
     FunctionTool,
+    GuardrailFunctionOutput,
+    InputGuardrail,
     RunContextWrapper,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
@@ -34,6 +39,7 @@ from agents.tool_context import ToolContext
 from looptrap.core.guard import Guard
 from looptrap.core.pool import GuardPool
 from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
+from looptrap.core.types import Verdict
 
 __all__ = ["LoopGuardrails", "guard_agent", "run_session"]
 
@@ -59,7 +65,12 @@ class LoopGuardrails:
     """looptrap's two tool guardrails, sharing one guard or pool: ``input`` checks each call before it runs,
     ``output`` records its result. Attach them to an agent with :meth:`apply` (or :func:`guard_agent`), or
     pass them to any function tool or MCP server (``tool_input_guardrails=[rails.input]``,
-    ``tool_output_guardrails=[rails.output]``).
+    ``tool_output_guardrails=[rails.output]``). ``user_input``, an agent input guardrail that :meth:`apply`
+    adds, passes the input of each run to the guard as the user's input.
+
+    The first call of each new model request of a run ends the turn before it, with the tokens used since
+    (from the run's ``usage``): so the calls of one model response share one step of the escalation ladder,
+    and turn and token budgets apply (a budget halt trips the wire of that call).
 
     ``guard``: a :class:`Guard` (one session for every run it guards), a :class:`GuardPool` or ``None`` (a new
     pool): with a pool, each run gets its own guard, or the one ``session(ctx)`` names (a conversation id from
@@ -72,8 +83,12 @@ class LoopGuardrails:
         self.session: SessionKey = session or run_session
         self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._check, name="looptrap")
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._record, name="looptrap")
+        # before the agent starts, not beside its first model call: the input comes before the calls it asks for
+        self.user_input: InputGuardrail[Any] = InputGuardrail(self._hear, name="looptrap", run_in_parallel=False)
         self._report_name = self.guard.engine.config.report_tool
         self._runs: weakref.WeakKeyDictionary[Guard, str] = weakref.WeakKeyDictionary()  # each guard's last run
+        self._turns: dict[str, tuple[int, int, int, int]] = {}  # run -> its usage when it last ended a turn
+        self._lock = threading.Lock()
 
     def guard_for(self, ctx: RunContextWrapper[Any]) -> Guard:
         """The guard of the run (or session) that ``ctx`` belongs to."""
@@ -90,7 +105,8 @@ class LoopGuardrails:
 
     def apply(self, agent: Agent[TContext]) -> Agent[TContext]:
         """A copy of ``agent``, and of the agents it hands off to, whose function tools carry both guardrails
-        ahead of their own (so the guard sees every call), with the :meth:`report_tool` added. Other tools
+        ahead of their own (so the guard sees every call), with the :meth:`report_tool` added and
+        ``user_input`` first among its input guardrails (the SDK runs those for the starting agent). Other tools
         (hosted, computer, shell) have no tool guardrails in the SDK and stay as they are, as do ``Handoff``
         objects (guard their agents yourself)."""
         return self._apply(agent, {})
@@ -117,7 +133,9 @@ class LoopGuardrails:
         report = self.report_tool()
         if report is not None and all(getattr(t, "name", None) != report.name for t in tools):
             tools.append(report)
-        copied = done[id(agent)] = agent.clone(tools=tools)
+        copied = done[id(agent)] = agent.clone(
+            tools=tools, input_guardrails=[self.user_input, *_others(agent.input_guardrails)]
+        )
         copied.handoffs = [self._apply(h, done) if isinstance(h, Agent) else h for h in agent.handoffs]
         return copied
 
@@ -129,9 +147,34 @@ class LoopGuardrails:
         guarded.tool_output_guardrails = [self.output, *_others(tool.tool_output_guardrails)]
         return guarded
 
+    def _hear(self, ctx: RunContextWrapper[Any], agent: Agent[Any], given: str | list[Any]) -> GuardrailFunctionOutput:
+        """The input guardrail: the run's input is what the user said."""
+        said = _user_text(given)
+        if said is not None:
+            self.guard_for(ctx).user_message(said or None)
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    def _new_turn(self, ctx: RunContextWrapper[Any], guard: Guard) -> Verdict | None:
+        """End the turn before a call that belongs to a new model request of its run (``None``: same request)."""
+        usage, run = ctx.usage, run_session(ctx)
+        now = (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens)
+        with self._lock:
+            last = self._turns.get(run)
+            if last is not None and last[0] == now[0]:
+                return None
+            if last is None:
+                weakref.finalize(usage, self._turns.pop, run, None)
+                last = (0, 0, 0, 0)
+            self._turns[run] = now
+        used = {"input_tokens": now[1] - last[1], "output_tokens": now[2] - last[2], "total_tokens": now[3] - last[3]}
+        return guard.end_turn(usage=used)
+
     def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
         name, guard = ctx.qualified_tool_name, self.guard_for(ctx)
+        turn = self._new_turn(ctx, guard)
+        if turn is not None and turn.action == "halt":
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=turn)
         if name == self._report_name:
             verdict = guard.handle_report_blocked(_arguments(ctx))
         else:
@@ -158,6 +201,22 @@ def guard_agent(
     """A copy of ``agent`` (and of the agents it hands off to) whose function tools are guarded by looptrap:
     ``agent = guard_agent(agent)``. See :class:`LoopGuardrails` for ``guard`` and ``session``."""
     return LoopGuardrails(guard, session=session).apply(agent)
+
+
+def _user_text(given: str | list[Any]) -> str | None:
+    """What the user said in a run's input: the text, or the text of the user messages it ends with (a history
+    passed back with a new message); ``None`` when it ends with something else (the run carries on)."""
+    if isinstance(given, str):
+        return given
+    said: list[str] = []
+    for item in reversed(given):
+        if not isinstance(item, Mapping) or item.get("role") != "user" or item.get("type", "message") != "message":
+            break
+        content = item.get("content")
+        if isinstance(content, list):
+            content = " ".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+        said.append(content if isinstance(content, str) else "")
+    return "\n".join(t for t in reversed(said) if t) if said else None
 
 
 def _arguments(ctx: ToolContext[Any]) -> Any:

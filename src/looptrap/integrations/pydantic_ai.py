@@ -6,6 +6,8 @@
 
 Advice and blocks reach the model as a failed tool result (``ToolFailed``), which does not count against the
 tool's ``retries``; a halt raises :class:`looptrap.LoopHalted` out of ``agent.run`` / ``agent.run_sync``.
+Each model response ends a turn as it arrives, before its tool calls run: the calls of one response share one
+step of the escalation ladder.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult, WrapToolExecuteHandler
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
-from pydantic_ai.messages import ToolCallPart, ToolReturn
+from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturn
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AgentToolset, FunctionToolset
 
@@ -28,7 +30,15 @@ from looptrap.core.types import Verdict
 
 __all__ = ["LoopGuard"]
 
+_ADVICE = 1024  # turn-level advice waiting for its run's next request, at most
 _CONTROL_FLOW = (SkipToolExecution, CallDeferred, ApprovalRequired)  # not a result: nothing to record
+
+
+def _prompt_text(prompt: Any) -> str | None:
+    """The text of a user prompt (a string, or the text parts of multi-modal content)."""
+    if isinstance(prompt, str):
+        return prompt or None
+    return "\n".join(p for p in prompt if isinstance(p, str)) or None
 
 
 def _refuse(verdict: Verdict) -> Exception:
@@ -44,13 +54,15 @@ class LoopGuard(AbstractCapability[AgentDepsT]):
     ``guard``: a :class:`~looptrap.Guard` (one session for every run of the agent) or a
     :class:`~looptrap.GuardPool` (one session per Pydantic AI conversation, ``conversation_id``); by default a
     new ``GuardPool()``. Every run that starts with a user prompt is a new task for its session (repetition
-    memory starts over, budgets do not). When the guard's ``report_tool`` is set (by default
+    memory starts over, budgets do not), and the prompt is the user's input. Each model response ends a turn
+    (its usage and text) before its tool calls run. When the guard's ``report_tool`` is set (by default
     ``report_blocked``), the agent gets that tool: calling it halts with reason ``reported_blocked``.
     """
 
     guard: Guard | GuardPool = field(default_factory=GuardPool)
     _: KW_ONLY
     id: str | None = "looptrap"  # one per agent: a LoopGuard given to a run replaces the agent's own
+    _advice: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -73,7 +85,9 @@ class LoopGuard(AbstractCapability[AgentDepsT]):
 
     async def before_run(self, ctx: RunContext[AgentDepsT]) -> None:
         if ctx.prompt is not None:  # no prompt: a run resuming deferred tool calls continues the task
-            self.guard_for(ctx).new_task()
+            guard = self.guard_for(ctx)
+            guard.new_task()
+            guard.user_message(_prompt_text(ctx.prompt))
 
     async def wrap_tool_execute(
         self,
@@ -104,14 +118,25 @@ class LoopGuard(AbstractCapability[AgentDepsT]):
     async def after_node_run(
         self, ctx: RunContext[AgentDepsT], *, node: AgentNode[AgentDepsT], result: NodeResult[AgentDepsT]
     ) -> NodeResult[AgentDepsT]:
-        if Agent.is_call_tools_node(node):  # a model turn is over once its tool calls have run
-            response = node.model_response
-            verdict = self.guard_for(ctx).end_turn(usage=response.usage, text=response.text)
-            if verdict.action == "halt":
-                raise LoopHalted(verdict)
-            if not verdict.allowed and not Agent.is_end_node(result):
-                ctx.enqueue(verdict.message)
+        if Agent.is_model_request_node(node) and Agent.is_call_tools_node(result):
+            # The response is in, its tool calls have not run: the turn ends here, so from the first response on
+            # the calls of one response are one step of the ladder, and a budget halt comes before they run.
+            self._ended(ctx, result.model_response)
+        elif Agent.is_call_tools_node(node):
+            advice = self._advice.pop(ctx.run_id or "", None)
+            if advice is not None and not Agent.is_end_node(result):  # turn-level advice: with the next request
+                ctx.enqueue(advice)
         return result
+
+    def _ended(self, ctx: RunContext[Any], response: ModelResponse) -> None:
+        calls = sum(1 for part in response.parts if isinstance(part, ToolCallPart))  # they have not run yet
+        verdict = self.guard_for(ctx).end_turn(usage=response.usage, text=response.text, tool_calls=calls)
+        if verdict.action == "halt":
+            raise LoopHalted(verdict)
+        if not verdict.allowed:
+            if len(self._advice) >= _ADVICE:  # runs that failed before their tool calls ran
+                del self._advice[next(iter(self._advice))]
+            self._advice[ctx.run_id or ""] = verdict.message
 
     async def _report(self, ctx: RunContext[Any], **arguments: Any) -> str:
         raise _refuse(self.guard_for(ctx).handle_report_blocked(arguments))

@@ -85,8 +85,9 @@ class AgentGuard:
         self.session = guard.session
         self._task, self._first = task, first
         self._acted, self._halt, self._carried = False, None, 0
-        if task is not None:  # a new run: a new user request
+        if task is not None:  # a new run: a new user request, and what the user said
             guard.new_task()
+            guard.user_message(task.task if isinstance(task.task, str) else None)
         return guard
 
     def wrap(self, tool: Any) -> Any:

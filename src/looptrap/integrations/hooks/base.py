@@ -26,6 +26,7 @@ class HookEvent(NamedTuple):
     args: Any = None
     result: Any = None
     is_error: bool = False
+    prompt: str | None = None  # what the user wrote (a new prompt)
 
 
 class Answer(NamedTuple):
@@ -79,7 +80,7 @@ class ClaudeCode(Protocol):
         event = payload.get("hook_event_name")
         session = _session(payload)
         if event == "UserPromptSubmit":
-            return HookEvent("prompt", session)
+            return HookEvent("prompt", session, prompt=_prompt(payload))
         if event not in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
             return HookEvent("other", session)
         tool = _tool(payload)
@@ -125,7 +126,7 @@ class GeminiCli(Protocol):
         event = payload.get("hook_event_name")
         session = _session(payload)
         if event == "BeforeAgent":
-            return HookEvent("prompt", session)
+            return HookEvent("prompt", session, prompt=_prompt(payload))
         if event not in ("BeforeTool", "AfterTool"):
             return HookEvent("other", session)
         tool = _tool(payload)
@@ -154,6 +155,11 @@ def _session(payload: dict[str, Any]) -> str:
     if not isinstance(s, str) or not s:
         raise ValueError("the hook payload has no session_id")
     return s[:512]
+
+
+def _prompt(payload: dict[str, Any]) -> str | None:
+    p = payload.get("prompt")
+    return p if isinstance(p, str) and p else None
 
 
 def _tool(payload: dict[str, Any]) -> str:
@@ -207,8 +213,9 @@ def _handle(protocol: Protocol, stdin: bytes, store_url: str, session: str | Non
             on_store_error="closed" if fail_closed else "open",
             report_tool=None,  # the CLI has no report_blocked tool: advice tells the model to say so instead
         )
-        if event.phase == "prompt":
+        if event.phase == "prompt":  # a new request, and what the user said
             guard.new_task()
+            guard.user_message(event.prompt)
             return protocol.allow
         if event.phase == "before":
             verdict = guard.check(event.tool, event.args)
