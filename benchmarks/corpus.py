@@ -57,6 +57,11 @@ def main() -> int:
     ap.add_argument("path", nargs="?", default=str(DEFAULT))
     ap.add_argument("--details", action="store_true", help="print each intervention with its message")
     ap.add_argument("--json", action="store_true", help="print per-session reports as JSON lines")
+    ap.add_argument(
+        "--edit-stats",
+        action="store_true",
+        help="print sessions by their largest same-failure rounds and fruitless returns (edit_loop's defaults)",
+    )
     args = ap.parse_args()
     path = Path(args.path)
     if not path.exists():
@@ -65,11 +70,22 @@ def main() -> int:
     t0 = time.perf_counter()
     replayer = Replayer()
     events = 0
+    rounds: dict[str, int] = {}
+    returns: dict[str, int] = {}
     for ev in convert(path):
         replayer.feed(ev)
         events += 1
+        if args.edit_stats:
+            state = replayer.sessions[ev.session].state
+            slot = state.slots.get("edit_loop") or {}
+            rounds[ev.session] = max(rounds.get(ev.session, 0), *(rec[1] for rec in slot.values()), 0)
+            returns[ev.session] = max(returns.get(ev.session, 0), *(f[3] for f in state.files.values()), 0)
     elapsed = time.perf_counter() - t0
     reports = replayer.reports()
+    if args.edit_stats:
+        print(f"sessions by their most same-failure rounds in a row: {sorted(Counter(rounds.values()).items())}")
+        print(f"sessions by their most fruitless returns of one file: {sorted(Counter(returns.values()).items())}")
+        return 0
     if args.json:
         for r in reports:
             print(orjson.dumps(r.to_dict()).decode())

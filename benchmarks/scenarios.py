@@ -7,7 +7,8 @@ call at which the loop starts) and the expected first intervention (see tests/sc
 replays every trace and prints:
 
 * the number of loop and healthy scenarios;
-* recall: loops whose first intervention comes at or after the onset;
+* recall: loops whose first intervention comes at or after the onset (and how many by the labelled latest
+  acceptable call);
 * false interventions: healthy runs with any intervention, and loops intervened before their onset;
 * per detector kind, calls from onset to the first intervention (min / median / max);
 * how many first interventions match the labelled expectation;
@@ -41,6 +42,7 @@ class Row:
     got: dict[str, Any] | None
     calls: int
     known_issue: str
+    latest: int | None = None
 
     @property
     def at(self) -> int | None:
@@ -91,6 +93,7 @@ def load(directory: Path) -> list[Row]:
                 got,
                 r.tool_calls,
                 str(expect.get("known_issue") or ""),
+                expect.get("latest"),
             )
         )
     return rows
@@ -120,6 +123,8 @@ def main(argv: list[str]) -> int:
     print(f"  healthy scenarios: {len(healthy)}")
     print()
     print(f"recall (loops intervened at or after onset): {pct(len(caught), len(loops))}")
+    on_time = [r for r in caught if r.latest is not None and r.at is not None and r.at <= r.latest]
+    print(f"  caught by their latest acceptable call: {pct(len(on_time), len(loops))}")
     if missed:
         print(f"  missed loops: {', '.join(r.name for r in missed)}")
     print(f"false interventions: {len(false_healthy) + len(early)}")

@@ -19,20 +19,47 @@ run = step
 def test_a_conversation_of_questions_and_answers_is_not_idleness() -> None:
     guard = Guard(clock=None)
     verdicts = []
-    for answer in ("My reservation number?", "It's QX-4410.", "And the dates?", "The 12th to the 14th."):
-        guard.user_message(answer)
-        verdicts.append(guard.end_turn(text="Could you tell me a little more, please?"))  # a text-only reply
+    exchanges = [
+        ("Hi, I need to change my booking.", "Of course. What is your reservation number?"),
+        ("It's QX-4410.", "Thanks. Which dates would you like instead?"),
+        ("The 12th to the 14th.", "And is it still for two guests?"),
+        ("Yes, two.", "Thank you, let me check that for you."),
+    ]
+    for said, reply in exchanges:
+        guard.user_message(said)
+        verdicts.append(guard.end_turn(text=reply))  # a text-only reply to the user
     guard.user_message("Thanks!")
     verdicts.append(run(guard, "get_reservation", {"id": "QX-4410"}, {"id": "QX-4410", "nights": 2}))
     verdicts.append(guard.end_turn(text="Your booking QX-4410 is confirmed for two nights."))
     assert {v.action for v in verdicts} == {"allow"}
 
 
+def test_the_same_reply_to_everything_the_user_says_is_a_stall() -> None:
+    guard = Guard(clock=None)
+    actions = []
+    for said in ("Where is my refund?", "It's been two weeks!", "Hello?", "Can I talk to a human?", "Hello??"):
+        guard.user_message(said)
+        actions.append(guard.end_turn(text="I'm sorry, I can't help with that request.").action)
+    # the first reply answers the user; the same words again, three times in a row, do not. Each time the
+    # user speaks the ladder starts over (what the agent does next answers them), so it advises again
+    assert actions == ["allow", "allow", "allow", "advise", "advise"]
+
+
+def test_empty_replies_count_even_after_user_input() -> None:
+    guard = Guard(clock=None)
+    actions = []
+    for said in ("Hi?", "Are you there?", "Hello?"):
+        guard.user_message(said)
+        actions.append(guard.end_turn().action)
+    assert actions == ["allow", "allow", "advise"]
+
+
 def test_text_only_turns_of_an_autonomous_run_still_stall() -> None:
     guard = Guard(clock=None)
     guard.user_message("Fix the failing test.")
-    actions = [guard.end_turn(text=f"I will now think about it, step {i}.").action for i in range(5)]
-    assert actions == ["allow", "allow", "advise", "block", "halt"]
+    actions = [guard.end_turn(text=f"I will now think about it, step {i}.").action for i in range(6)]
+    # the first turn answers the user; then the agent runs on its own and three text-only turns stall
+    assert actions == ["allow", "allow", "allow", "advise", "block", "halt"]
 
 
 def test_a_short_stall_that_recovers_is_not_halted() -> None:

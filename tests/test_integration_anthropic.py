@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import need
+from listening import Listening
 from scripted_steps import ADVICE, BLOCK, QUESTION, Script, adapting, healthy, reporting, stubborn
 from scripted_steps import Tools as ScriptedTools
 
@@ -229,18 +230,6 @@ def test_the_calls_of_one_reply_share_one_step() -> None:
     with pytest.raises(LoopHalted):
         guarded.tool_results(reply(1, 7))
     assert tools.ran == {"search_docs": 2}
-
-
-class Listening(Guard):
-    """A guard that keeps what the user said, as the integration passes it on."""
-
-    def __init__(self) -> None:
-        super().__init__(clock=None)
-        self.heard: list[str | None] = []
-
-    def user_message(self, text: str | None = None) -> None:
-        self.heard.append(text)
-        super().user_message(text)
 
 
 def test_tool_runner_hears_the_user() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import need
+from listening import Listening
 
 need("langchain (pip install 'looptrap[langchain]')", importlib.util.find_spec("langchain") is not None)
 
@@ -293,18 +294,6 @@ def test_identical_parallel_calls_of_one_message_share_one_step(mode: str) -> No
     assert ran["search_docs"] == 2
     assert len(m.seen) == 5  # the model was not called after the halt
     assert out["messages"][-1].response_metadata["looptrap"]["reason"] == "loop_repeat"
-
-
-class Listening(Guard):
-    """A guard that keeps what the user said, as the middleware passes it on."""
-
-    def __init__(self) -> None:
-        super().__init__(clock=None)
-        self.heard: list[str | None] = []
-
-    def user_message(self, text: str | None = None) -> None:
-        self.heard.append(text)
-        super().user_message(text)
 
 
 def test_a_conversation_on_a_thread_hears_each_human_message_once() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import need
+from listening import Listening
 from scripted_steps import ADVICE, BLOCK, QUESTION, Call, Script, Tools, adapting, healthy, reporting, stubborn
 
 need("openai (pip install 'looptrap[openai]')", importlib.util.find_spec("openai") is not None)
@@ -478,18 +479,6 @@ def test_async_responses_tool_runner_halts_like_sync() -> None:
     assert halted.value.reason == "loop_repeat"
     assert tools.ran == {"search_docs": 2}
     assert [r["input"][-1]["output"] for r in api.requests[1:]] == ["0 results", "0 results", ADVICE, BLOCK]
-
-
-class Listening(Guard):
-    """A guard that keeps what the user said, as the integration passes it on."""
-
-    def __init__(self) -> None:
-        super().__init__(clock=None)
-        self.heard: list[str | None] = []
-
-    def user_message(self, text: str | None = None) -> None:
-        self.heard.append(text)
-        super().user_message(text)
 
 
 def test_responses_tool_runner_hears_the_user() -> None:

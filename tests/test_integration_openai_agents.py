@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 
 from conftest import need
+from listening import Listening
 
 need("openai-agents (pip install 'looptrap[openai-agents]')", importlib.util.find_spec("agents") is not None)
 
@@ -139,18 +140,6 @@ def test_identical_parallel_calls_of_one_response_share_one_step(asynchronous: b
     assert (verdict.action, verdict.reason) == ("halt", "loop_repeat")
     assert len(model.calls) == 5
     assert ran["search_docs"] == 2
-
-
-class Listening(Guard):
-    """A guard that keeps what the user said, as the integration passes it on."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(clock=None, **options)
-        self.heard: list[str | None] = []
-
-    def user_message(self, text: str | None = None) -> None:
-        self.heard.append(text)
-        super().user_message(text)
 
 
 def test_the_input_of_each_run_is_the_users_input() -> None:

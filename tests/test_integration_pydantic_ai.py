@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import pytest
 
 from conftest import need
+from listening import Listening
 
 need("pydantic-ai (pip install 'looptrap[pydantic-ai]')", importlib.util.find_spec("pydantic_ai") is not None)
 
@@ -208,18 +209,6 @@ def test_each_response_ends_its_turn_before_its_calls_run(run: Run) -> None:
     assert guard.state.turn == 3  # the answer is a turn too
 
 
-class Listening(Guard):
-    """A guard that keeps what the user said, as the capability passes it on."""
-
-    def __init__(self) -> None:
-        super().__init__(clock=None)
-        self.heard: list[str | None] = []
-
-    def user_message(self, text: str | None = None) -> None:
-        self.heard.append(text)
-        super().user_message(text)
-
-
 def test_the_prompt_of_each_run_is_the_users_input(run: Run) -> None:
     guard = Listening()
     agent = make_agent(Script(lambda turn, messages: answer("30 days.")), LoopGuard(guard))
@@ -389,7 +378,9 @@ def test_turns_feed_budgets_and_turn_detectors(run: Run) -> None:
     with pytest.raises(LoopHalted) as halted:
         run(make_agent(script, LoopGuard(Guard(clock=None)), output_type=int, retries=10), "count")
     assert halted.value.reason == "no_action"
-    told = [str(p.content) for p in script.seen[3][-1].parts if isinstance(p, UserPromptPart)]
+    # the first reply answers the prompt (the user's input); the three after it are the stall, and the advice
+    # of the third goes with the next request
+    told = [str(p.content) for p in script.seen[4][-1].parts if isinstance(p, UserPromptPart)]
     assert any("ended without a valid tool call" in t for t in told)
 
 

@@ -47,14 +47,9 @@ class Flag:
     NOOP = 4096  # a write that changed nothing (its result says so, or it wrote what was already there)
     REVERT = 8192  # a write that brought a file back to a content it already had in this task
     OPAQUE = 16384  # a result with no faithful canonical form: never equal to anything
-    NEWS = 32768  # the call brought something new: a successful state change, or new content
-
-    @staticmethod
-    def brings_news(flags: int) -> bool:
-        """Whether a call with these flags brought something new (the one definition every rule uses)."""
-        return bool(flags & Flag.MUTATED) or (
-            bool(flags & Flag.NOVEL) and not flags & (Flag.ERROR | Flag.EMPTY | Flag.STALE | Flag.OPAQUE)
-        )
+    NEWS = 32768  # the call brought something new: a successful state change, or new content that is not an
+    # error, not empty and not stale (set by the engine: the one definition drift, repeated text and the
+    # escalation ladder use)
 
 
 class Entry(NamedTuple):

@@ -44,10 +44,11 @@ class NoProgress(Detector):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class NoAction(Detector):
-    """Intervene when ``threshold`` turns in a row end without a tool call (an invalid call, an empty reply,
-    or words instead of acting) while the agent runs on its own: the user's input (``Guard.user_message``)
-    starts the count over, so a reply to the user, or a question to them, is not idleness. The ladder climbs
-    only while the stall goes on (no tool call in between)."""
+    """Intervene when ``threshold`` turns in a row end without acting: an invalid call (``error``), an empty
+    reply, the same words as the last such turn again, or, while the agent runs on its own, any text-only
+    turn. A text-only turn that answers or asks the user, with the user's input in between
+    (``Guard.user_message``), is not idleness. The ladder climbs only while the stall goes on (no tool call
+    in between)."""
 
     name = "no_action"
     reason = "no_action"
@@ -55,9 +56,17 @@ class NoAction(Detector):
     warn_only: bool = False
 
     def end_turn(self, turn: TurnEnd, state: SessionState) -> Signal | None:
-        idle = turn.tool_calls == 0 or turn.error is not None
-        count = (state.slots.get(self.name) or 0) + 1 if idle else 0
-        state.slots[self.name] = count
+        slot = state.slots.get(self.name)
+        count, said, heard = slot if isinstance(slot, list) else (0, None, False)
+        if turn.tool_calls and turn.error is None:
+            count, said = 0, None
+        else:
+            if turn.error is not None or turn.text_digest is None or not heard or turn.text_digest == said:
+                count += 1  # invalid, empty, on its own, or the same words again
+            else:
+                count = 0  # a reply to what the user said
+            said = turn.text_digest
+        state.slots[self.name] = [count, said, False]
         if count < self.threshold:
             return None
         why = f" ({turn.error})" if turn.error else ""
@@ -70,3 +79,11 @@ class NoAction(Detector):
 
     def reset(self, state: SessionState) -> None:
         """Turn-level: a write does not reset the count."""
+
+    def user_input(self, state: SessionState) -> None:
+        """The user spoke: the next text-only turn answers them (unless it says the same words again)."""
+        slot = state.slots.get(self.name)
+        if isinstance(slot, list):
+            slot[2] = True
+        else:
+            state.slots[self.name] = [0, None, True]
