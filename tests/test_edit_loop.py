@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from looptrap import EditLoop, Guard, Verdict
 from looptrap.core.edits import NEW, RETURN, SAME, apply_edit, changed_unknown, edit_of, predict_edit, saw_outcome
@@ -289,3 +291,36 @@ def test_a_re_run_without_an_edit_is_not_a_round() -> None:
         for _ in range(3):  # the same failure three times, with no edit in between: one round
             run(guard, "bash", test, "E   KeyError: 'tz'", is_error=True)
     assert run(guard, "str_replace_editor", replace("c", "d"), "edited").action == "allow"
+
+
+# -- any input -------------------------------------------------------------------------------------------
+
+
+_KEYS = st.sampled_from(
+    ["path", "file_path", "content", "old_str", "new_str", "old_string", "new_string", "command", "edits", "x"]
+)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20) | st.sampled_from(["undo_edit", "insert"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=8,
+)
+_LINES = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        lambda a, b, f: f"sed -i 's/{a}/{b}/' {f}", st.text(max_size=8), st.text(max_size=8), st.text(max_size=8)
+    ),
+    st.builds(lambda f, body: f"cat > {f} <<'EOF'\n{body}\nEOF", st.text(max_size=8), st.text(max_size=30)),
+)
+
+
+@given(st.lists(st.tuples(st.dictionaries(_KEYS, _VALUES, max_size=4), _LINES), max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_edits_of_any_shape_never_break_the_guard(calls: list[tuple[dict[str, Any], str]]) -> None:
+    guard = Guard(clock=None, fail_closed=True)  # an internal error would halt with guard_error
+    for args, line in calls:
+        for tool, a in (("str_replace_editor", args), ("write_file", args), ("bash", {"command": line})):
+            verdict = guard.check(tool, a)
+            assert verdict.reason != "guard_error"
+            if verdict.allowed:
+                guard.record(tool, a, "ok")
+    assert SessionState.from_dict(guard.state.to_dict()).files == guard.state.files

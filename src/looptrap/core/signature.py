@@ -43,7 +43,7 @@ HUGE = 4096
 
 _MAX_DEPTH = 48
 #: The marker of a value that is not comparable (found in canonical bytes with ``in``).
-OPAQUE_MARK = b'"$opaque"'
+OPAQUE_MARK = b'{"$opaque":"'
 _WS = re.compile(r"\s+")
 _SORT = orjson.OPT_SORT_KEYS
 _INT_MAX = 2**63 - 1

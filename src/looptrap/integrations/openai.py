@@ -260,6 +260,16 @@ class _RunnerGuard(ToolDispatch):
         for text in said:
             self.user_message(text)
 
+    def advance(self, last: ResponsesRunnerTurn | None, turn: ResponsesRunnerTurn) -> ResponsesRunnerTurn:
+        """The runner moved on to ``turn``: the last turn's calls ran (end that turn, pass on what the user
+        said during it); a final turn ends too. Returns the turn to hand to the caller."""
+        if last is not None:
+            self.turn_ended(last.response)
+            self.hear_said()
+        if turn.final:
+            self.turn_ended(turn.response, final=True)
+        return self.listening(turn)
+
 
 def _calls_cancelled(fn: Callable[..., Any]) -> bool:
     try:
@@ -343,13 +353,8 @@ class GuardedResponsesToolRunner(ResponsesToolRunner):
         try:
             with closing(super().iterate(*args, **kwargs)) as turns:
                 for turn in turns:
-                    if last is not None:
-                        gate.turn_ended(last.response)
-                        gate.hear_said()
-                    if turn.final:
-                        gate.turn_ended(turn.response, final=True)
+                    yield gate.advance(last, turn)
                     last = turn
-                    yield gate.listening(turn)
         except ToolRunnerError as exc:
             if gate.halt is None:
                 raise
@@ -384,13 +389,8 @@ class AsyncGuardedResponsesToolRunner(AsyncResponsesToolRunner):
         try:
             async with aclosing(super().iterate(*args, **kwargs)) as turns:
                 async for turn in turns:
-                    if last is not None:
-                        gate.turn_ended(last.response)
-                        gate.hear_said()
-                    if turn.final:
-                        gate.turn_ended(turn.response, final=True)
+                    yield gate.advance(last, turn)
                     last = turn
-                    yield gate.listening(turn)
         except ToolRunnerError as exc:
             if gate.halt is None:
                 raise
