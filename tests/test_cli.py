@@ -379,6 +379,12 @@ def test_demo_json() -> None:
     for row in rows:
         assert set(row) == {"scenario", "without_guard", "with_guard"}
         assert row["with_guard"]["calls"] <= row["without_guard"]["calls"]
+        if row["scenario"].startswith("healthy"):  # untouched: the same run with and without the guard
+            assert row["with_guard"] == {**row["without_guard"], "reason": None}
+        else:  # every loop shape is stopped well before the turn cap that stops it without the guard
+            assert row["without_guard"]["outcome"] == "turn cap"
+            assert row["with_guard"]["outcome"] in ("reported blocked", "halted")
+            assert row["with_guard"]["calls"] <= 10
 
 
 def test_iso_timestamps_are_read_as_seconds(tmp_path: Path) -> None:

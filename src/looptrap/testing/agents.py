@@ -145,7 +145,8 @@ def demo_agents() -> list[ScriptedAgent]:
             "the same words again (repeated_text)",
             [("read_file", {"path": f"src/module_{i}.py"}) for i in range(40)],
             {"read_file": lambda a: (f"# {a['path']}\ndef main():\n    pass\n", False)},
-            says="I need to check the configuration once more before I change anything.",
+            # degenerate repetition: the model writes one sentence over and over in its message
+            says=" ".join(["I need to check the configuration once more before I change anything."] * 12),
         ),
         ScriptedAgent(
             "stubborn: ignores advice (halt)",
