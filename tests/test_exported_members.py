@@ -16,6 +16,7 @@ def test_all_names_exist_and_are_exported() -> None:
     assert public - set(looptrap.__all__) <= {
         "analysis",
         "cli",
+        "config_file",
         "core",
         "detectors",
         "integrations",

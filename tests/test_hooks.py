@@ -4,6 +4,7 @@ payloads written from each CLI's documented hook schema (tests/data/hooks/)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,12 +33,15 @@ def payload(cli: str, name: str, **changes: Any) -> dict[str, Any]:
 class Hook:
     """Runs the hook command the way a CLI does: a fresh process per event, JSON on stdin."""
 
-    def __init__(self, cli: str, store: str, *extra: str) -> None:
+    def __init__(self, cli: str, store: str, *extra: str, cwd: Path | None = None, env: dict[str, str] | None = None):
         self.cli = cli
         self.args = [sys.executable, "-m", "looptrap.cli.main", "hook", cli, "--store", store, *extra]
+        self.cwd = cwd
+        self.env = env
 
     def raw(self, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(self.args, input=stdin, capture_output=True, timeout=60)
+        env = None if self.env is None else {**os.environ, **self.env}
+        return subprocess.run(self.args, input=stdin, capture_output=True, timeout=60, cwd=self.cwd, env=env)
 
     def __call__(self, name: str, **changes: Any) -> tuple[int, dict[str, Any] | None]:
         proc = self.raw(json.dumps(payload(self.cli, name, **changes)).encode())
@@ -194,11 +198,20 @@ def test_an_unreachable_store_allows_the_call(tmp_path: Path) -> None:
     proc = Hook("claude-code", dead).raw(json.dumps(payload("claude-code", "pre_grep")).encode())
     assert (proc.returncode, proc.stdout) == (0, b"")
     assert b"store was unavailable" in proc.stderr
-    closed = Hook("claude-code", dead, "--fail-closed")
-    _, out = closed("pre_grep")
-    assert out is not None
-    assert out["continue"] is False
-    assert "store_unavailable" in out["stopReason"]
+
+
+@pytest.mark.parametrize("cli", ["claude-code", "gemini-cli", "codex"])
+def test_fail_closed_with_the_store_down_blocks_the_call_and_lets_the_run_go_on(cli: str) -> None:
+    """docs/hooks.md: with --fail-closed, a hook that fails (a store that cannot be reached) exits 2 with the
+    reason on stderr: the call is blocked, the run is not stopped."""
+    closed = Hook(cli, "redis://127.0.0.1:1/0", "--fail-closed")
+    proc = closed.raw(json.dumps(payload(cli, "pre_grep")).encode())
+    assert proc.returncode == 2
+    assert proc.stdout == b""  # no "continue": false
+    assert b"session store" in proc.stderr
+    assert b"failing closed" in proc.stderr
+    after = closed.raw(json.dumps(payload(cli, "post_grep_empty")).encode())
+    assert after.returncode == 0  # after the call there is nothing left to block
 
 
 def test_events_the_guard_does_not_use_are_allowed(store: str) -> None:
@@ -286,3 +299,41 @@ def test_hook_options_and_help(store: str, tmp_path: Path) -> None:
     bad = subprocess.run([*args[:4], "vim"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert "invalid choice" in bad.stderr
+
+
+# -- the configuration file ---------------------------------------------------------------------------------
+def loop(hook: Hook, times: int = 5) -> list[dict[str, Any] | None]:
+    answers = []
+    for _ in range(times):
+        _, out = hook("pre_grep_empty")
+        answers.append(out)
+        if out is None:
+            assert hook("post_grep_empty") == (0, None)
+        else:
+            think()
+    return answers
+
+
+def test_the_configuration_file_in_the_project_sets_the_hooks_guard(store: str, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "looptrap.toml").write_text("[tools.Grep]\nexempt = true\n")
+    answers = loop(Hook("claude-code", store, cwd=project / "src"))  # found from the working directory upward
+    assert answers == [None] * 5
+    other = tmp_path / "other.toml"
+    other.write_text("[detectors.repeat]\nthreshold = 4\n")
+    named = loop(Hook("claude-code", store, "--session", "named", cwd=tmp_path, env={"LOOPTRAP_CONFIG": str(other)}))
+    assert named[:3] == [None, None, None]
+    assert named[3] is not None  # the 4th identical call, as the named file says
+
+
+def test_a_bad_configuration_file_fails_open_with_one_line(store: str, tmp_path: Path) -> None:
+    (tmp_path / "looptrap.toml").write_text("[detectors.repeat]\nthreshhold = 4\n")
+    proc = Hook("claude-code", store, cwd=tmp_path).raw(json.dumps(payload("claude-code", "pre_grep")).encode())
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1
+    assert f"{tmp_path / 'looptrap.toml'}:2: detectors.repeat.threshhold: unknown key" in err
+    assert "(allowing the call)" in err
+    closed = Hook("claude-code", store, "--fail-closed", cwd=tmp_path)
+    assert closed.raw(json.dumps(payload("claude-code", "pre_grep")).encode()).returncode == 2

@@ -4,30 +4,90 @@ Start with :class:`Guard`: ``check`` before a tool call, ``record`` after it, ``
 State shared across processes lives in a store (:mod:`looptrap.stores`).
 """
 
-from looptrap.core import outcome
-from looptrap.core.budgets import Budgets
-from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
-from looptrap.core.engine import Engine
-from looptrap.core.errors import LoopHalted, LooptrapError
-from looptrap.core.escalation import Escalation
-from looptrap.core.guard import AsyncGuard, Guard
-from looptrap.core.outcome import Outcome
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import report_blocked_schema, report_blocked_tool
-from looptrap.core.state import SessionState, StateVersionError
-from looptrap.core.types import ACTIONS, Action, Call, Signal, Verdict
-from looptrap.detectors import (
-    Cycle,
-    Detector,
-    Drift,
-    EditLoop,
-    ErrorRepeat,
-    NoAction,
-    NoProgress,
-    Rate,
-    Repeat,
-    RepeatedText,
-)
+import typing as _typing
+
+if _typing.TYPE_CHECKING:  # the names below are imported on first use (a hook process pays only for what it uses)
+    from looptrap.core import outcome
+    from looptrap.core.budgets import Budgets
+    from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
+    from looptrap.core.engine import Engine
+    from looptrap.core.errors import LoopHalted, LooptrapError
+    from looptrap.core.escalation import Escalation
+    from looptrap.core.guard import AsyncGuard, Guard
+    from looptrap.core.outcome import Outcome
+    from looptrap.core.pool import GuardPool
+    from looptrap.core.report import report_blocked_schema, report_blocked_tool
+    from looptrap.core.state import SessionState, StateVersionError
+    from looptrap.core.types import ACTIONS, Action, Call, Signal, Verdict
+    from looptrap.detectors import (
+        Cycle,
+        Detector,
+        Drift,
+        EditLoop,
+        ErrorRepeat,
+        NoAction,
+        NoProgress,
+        Rate,
+        Repeat,
+        RepeatedText,
+    )
+
+_WHERE = {
+    "outcome": "looptrap.core.outcome",
+    "Budgets": "looptrap.core.budgets",
+    "GuardConfig": "looptrap.core.config",
+    "ToolPolicy": "looptrap.core.config",
+    "default_detectors": "looptrap.core.config",
+    "Engine": "looptrap.core.engine",
+    "LoopHalted": "looptrap.core.errors",
+    "LooptrapError": "looptrap.core.errors",
+    "Escalation": "looptrap.core.escalation",
+    "AsyncGuard": "looptrap.core.guard",
+    "Guard": "looptrap.core.guard",
+    "Outcome": "looptrap.core.outcome",
+    "GuardPool": "looptrap.core.pool",
+    "report_blocked_schema": "looptrap.core.report",
+    "report_blocked_tool": "looptrap.core.report",
+    "SessionState": "looptrap.core.state",
+    "StateVersionError": "looptrap.core.state",
+    "ACTIONS": "looptrap.core.types",
+    "Action": "looptrap.core.types",
+    "Call": "looptrap.core.types",
+    "Signal": "looptrap.core.types",
+    "Verdict": "looptrap.core.types",
+    **dict.fromkeys(
+        (
+            "Cycle",
+            "Detector",
+            "Drift",
+            "EditLoop",
+            "ErrorRepeat",
+            "NoAction",
+            "NoProgress",
+            "Rate",
+            "Repeat",
+            "RepeatedText",
+        ),
+        "looptrap.detectors",
+    ),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'looptrap' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(where)
+    value = module if where.endswith(f".{name}") else getattr(module, name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __version__ = "0.1.0"
 

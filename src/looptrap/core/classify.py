@@ -396,7 +396,7 @@ def _family(tool: str, segments: list[list[str]]) -> str:
         while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS or words[0].isdigit()):
             words = words[1:]
         if words and words[0] not in _SKIP_PROGRAMS:
-            return f"{tool}:{words[0].rsplit('/', 1)[-1]}"
+            return f"{tool}:{words[0].rsplit('/', 1)[-1][:64]}"  # stored in the state: bounded
     return tool
 
 

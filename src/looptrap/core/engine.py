@@ -8,6 +8,7 @@ clocks, locks, logging and stores live in the drivers around it.
 from __future__ import annotations
 
 import contextlib
+import reprlib
 import unicodedata
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -31,6 +32,7 @@ from looptrap.core.classify import (
 )
 from looptrap.core.config import GuardConfig
 from looptrap.core.edits import RETURN, SAME, apply_edit, changed_unknown, edit_of, saw_outcome
+from looptrap.core.printable import one_line, printable
 from looptrap.core.signature import OPAQUE_MARK, Canonicaliser, digest_text
 from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Signal, Verdict
@@ -40,6 +42,7 @@ from looptrap.detectors.base import Detector, TurnEnd
 __all__ = ["Engine", "Usage", "read_usage"]
 
 PREVIEW_CHARS = 120
+TOOL_CHARS = 128  # tool names longer than this are cut (they are stored in the state)
 _LONG = 64
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
@@ -141,8 +144,8 @@ class Engine:
 
     def call(self, tool: str, args: Any, *, at: float | None = None) -> Call:
         """The canonical call: signature digest, short preview and mutating guess. Never raises."""
-        if type(tool) is not str:
-            tool = str(tool)
+        if type(tool) is not str or len(tool) > TOOL_CHARS or not tool.isprintable():
+            tool = one_line(str(tool), TOOL_CHARS)  # stored and quoted: bounded, no control characters
         p = self.plan(tool)
         pol = p.policy
         basis = args
@@ -158,6 +161,8 @@ class Engine:
         preview = ""
         if self.config.previews:
             text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
+            if not text.isprintable():  # canonical JSON escapes control characters; bidi marks stay
+                text = one_line(text, PREVIEW_CHARS + 1)
             preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
         effect, family, shell_waits = self._mutation(tool, args, digest, p)
         polls = p.name_polls if p.name_polls is not None else (shell_waits or self._polls_by_args(args))
@@ -495,10 +500,11 @@ class Engine:
     # -- the honest way out -------------------------------------------------------------------------
     def report_blocked(self, state: SessionState, tried: list[str], needed: str) -> Verdict:
         """The model reported that it cannot go on: record it and halt cleanly (reason ``reported_blocked``)."""
-        state.needed.append(needed[:500])
+        needed = printable(needed, 500)
+        state.needed.append(needed)
         del state.needed[:-32]
-        summary = "tried: " + ", ".join(t[:200] for t in tried[:20])
-        message = f"Reported blocked. Needed: {needed[:500]}"
+        summary = "tried: " + ", ".join(one_line(t, 200) for t in tried[:20])
+        message = f"Reported blocked. Needed: {needed}"
         state.halted = {"reason": "reported_blocked", "kind": "report_blocked", "message": message, "summary": summary}
         return Verdict(
             action="halt",
@@ -528,11 +534,10 @@ def _excerpt(result: Any) -> str:
         text = result["message"]
     else:
         try:
-            text = repr(result)
+            text = reprlib.repr(result)  # bounded however large the value
         except Exception:  # noqa: BLE001 - a broken __repr__ is not our failure
             text = type(result).__name__
-    text = " ".join(text.split())
-    return text[:PREVIEW_CHARS] + ("..." if len(text) > PREVIEW_CHARS else "")
+    return one_line(text, PREVIEW_CHARS + 3)
 
 
 def _without_echoed_args(text: str, args: Any) -> str:

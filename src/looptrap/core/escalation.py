@@ -135,9 +135,10 @@ def _compose(action: Action, s: Signal, summary: str, report_tool: str | None) -
 
 
 def summarize(state: SessionState, evidence: tuple[int, ...]) -> str:
-    """ "tried: A (nothing found), B (error), ..." for the distinct calls behind a signal."""
+    """ "tried: A (nothing found), B (error), ..." for the distinct calls behind a signal: each call once,
+    with what it came back with (every distinct outcome, in order)."""
     wanted = set(evidence)
-    items: list[str] = []
+    calls: dict[int, tuple[str, list[str]]] = {}
     outcomes: set[str] = set()
     for e in state.history:
         if e.call_index not in wanted:
@@ -151,11 +152,12 @@ def summarize(state: SessionState, evidence: tuple[int, ...]) -> str:
         else:
             what = "new result"
         outcomes.add(what)
-        text = f"{state.previews.get(e.digest) or e.tool} ({what})"
-        if text not in items:
-            items.append(text)
-    if not items:
+        whats = calls.setdefault(e.digest, (state.previews.get(e.digest) or e.tool, []))[1]
+        if what not in whats:
+            whats.append(what)
+    if not calls:
         return ""
+    items = [f"{name} ({', '.join(whats)})" for name, whats in calls.values()]
     tail = ""
     if len(outcomes) == 1:
         tail = {

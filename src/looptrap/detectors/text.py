@@ -9,6 +9,7 @@ from typing import Any
 
 import xxhash
 
+from looptrap.core.printable import one_line
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Signal
 from looptrap.detectors.base import Detector
@@ -105,7 +106,7 @@ class RepeatedText(Detector):
         gaps = [b - a for a, b in pairwise(positions)]
         if max(gaps) > self.max_gap or len(set(gaps)) > 2:
             return None
-        quoted = sentence.strip()[:100]
+        quoted = one_line(sentence, 100)
         return self.signal(
             f'You have written the same sentence {len(positions)} times: "{quoted}". Repeating it will not move '
             f"the task on. Stop repeating yourself: make one concrete tool call, or give your final answer.",

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from abc import ABC, abstractmethod
 from typing import Any, Literal, NamedTuple
 
 import orjson
 
+from looptrap.core.printable import one_line
 from looptrap.core.types import Verdict
 
-__all__ = ["PROTOCOLS", "Answer", "HookEvent", "Protocol", "run_hook"]
+__all__ = ["PROTOCOLS", "Answer", "HookEvent", "HookRunner", "Protocol", "run_hook"]
 
 Phase = Literal["before", "after", "prompt", "other"]
 
@@ -65,8 +67,10 @@ def _json(obj: Any) -> str:
 
 
 def stop_reason(verdict: Verdict) -> str:
-    """The text a CLI shows when looptrap stops the run."""
-    return f"looptrap stopped the run ({verdict.reason or 'halt'}): {verdict.message}"
+    """The text a CLI shows when looptrap stops the run (the reason once, then what the model was told)."""
+    reason = verdict.reason or "halt"
+    message = verdict.message.removeprefix(f"Halted ({reason}): ")
+    return f"looptrap stopped the run ({reason}): {message}"
 
 
 class ClaudeCode(Protocol):
@@ -176,42 +180,86 @@ def run_hook(
     protocol: Protocol,
     stdin: bytes,
     *,
-    store_url: str,
+    store_url: str | None = None,
     session: str | None = None,
     fail_closed: bool = False,
+    config: str | None = None,
 ) -> Answer:
-    """Handle one hook invocation. Never raises: a failure allows the call (exit 0, a note on stderr), or
-    with ``fail_closed`` blocks it."""
+    """Handle one hook invocation. ``store_url``: the store (default: ``$LOOPTRAP_STORE``, else the
+    configuration file's ``store``, else the SQLite file in the user's cache folder); ``config``: the
+    configuration file (default: ``$LOOPTRAP_CONFIG``, else found from the working directory upward).
+    Never raises: a failure allows the call (exit 0, a note on stderr), or with ``fail_closed`` blocks it."""
+    runner = HookRunner(store_url=store_url, session=session, fail_closed=fail_closed, config=config)
     try:
-        return _handle(protocol, stdin, store_url, session, fail_closed)
-    except Exception as exc:  # noqa: BLE001 - a hook must never break the user's tools
-        reason = f"looptrap hook {protocol.name}: {type(exc).__name__}: {exc}"
-        if fail_closed:
-            return protocol.failed_closed(reason + " (failing closed)")
-        return Answer(protocol.allow.stdout, 0, reason + " (allowing the call)")
+        return runner.answer(protocol, stdin)
+    finally:
+        runner.close()
 
 
-def _handle(protocol: Protocol, stdin: bytes, store_url: str, session: str | None, fail_closed: bool) -> Answer:
-    try:
-        payload = orjson.loads(stdin)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"stdin is not a JSON hook payload ({exc})") from None
-    if not isinstance(payload, dict):
-        raise ValueError("stdin is not a JSON object")
-    event = protocol.parse(payload)
-    if event.phase == "other":
-        return protocol.allow
+class HookRunner:
+    """Answers hook events with one configuration: it reads the configuration file and opens the store on
+    the first event that needs them, and keeps the engine and the store for the next events (a resident hook
+    server answers many events with one; a hook process one)."""
 
-    from looptrap.core.guard import Guard
-    from looptrap.stores import open_store
+    def __init__(
+        self,
+        *,
+        store_url: str | None = None,
+        session: str | None = None,
+        fail_closed: bool = False,
+        config: str | None = None,
+        env_store: str | None = None,
+    ) -> None:
+        self.store_url, self.session, self.fail_closed, self.config = store_url, session, fail_closed, config
+        self.env_store = env_store if env_store is not None else os.environ.get("LOOPTRAP_STORE")
+        self._engine: Any = None
+        self._store: Any = None
 
-    store = open_store(store_url)
-    try:
+    def answer(self, protocol: Protocol, stdin: bytes) -> Answer:
+        """One event's answer. Never raises."""
+        try:
+            return self._handle(protocol, stdin)
+        except Exception as exc:  # noqa: BLE001 - a hook must never break the user's tools
+            reason = one_line(f"looptrap hook {protocol.name}: {type(exc).__name__}: {exc}", 1000)
+            if self.fail_closed:
+                return protocol.failed_closed(reason + " (failing closed)")
+            return Answer(protocol.allow.stdout, 0, reason + " (allowing the call)")
+
+    def close(self) -> None:
+        """Close the store."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def _prepare(self) -> None:
+        from looptrap.config_file import ConfigFile, resolve
+        from looptrap.core.engine import Engine
+        from looptrap.stores import open_store
+
+        settings = ConfigFile() if self.config == "" else resolve(self.config)  # "": no file, the defaults
+        # the CLI has no report_blocked tool: advice tells the model to say so instead
+        self._engine = Engine(settings.guard.replace(report_tool=None))
+        self._store = open_store(self.store_url or self.env_store or settings.store or _default_store())
+
+    def _handle(self, protocol: Protocol, stdin: bytes) -> Answer:
+        try:
+            payload = orjson.loads(stdin)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"stdin is not a JSON hook payload ({exc})") from None
+        if not isinstance(payload, dict):
+            raise ValueError("stdin is not a JSON object")
+        event = protocol.parse(payload)
+        if event.phase == "other":
+            return protocol.allow
+        if self._engine is None:
+            self._prepare()
+        from looptrap.core.guard import Guard
+
         guard = Guard(
-            store=store,
-            session=session or event.session,
-            on_store_error="closed" if fail_closed else "open",
-            report_tool=None,  # the CLI has no report_blocked tool: advice tells the model to say so instead
+            self._engine,
+            store=self._store,
+            session=self.session or event.session,
+            on_store_error="closed" if self.fail_closed else "open",
         )
         if event.phase == "prompt":  # a new request, and what the user said
             guard.new_task()
@@ -223,13 +271,16 @@ def _handle(protocol: Protocol, stdin: bytes, store_url: str, session: str | Non
             guard.record(event.tool, event.args, event.result, is_error=event.is_error)
             verdict = guard.halted or Verdict()
         note = _store_note(guard)
-    finally:
-        store.close()
-    if verdict.action == "halt":
-        return _with_note(protocol.halt(verdict, event), note)
-    if verdict.action in ("advise", "block"):
-        return _with_note(protocol.refuse(verdict, event), note)
-    return _with_note(protocol.allow, note)
+        if verdict.kind == "store":  # --fail-closed and the store is down: block this call, do not stop the run
+            reason = note or "looptrap: the session store is unavailable"
+            if event.phase == "before":
+                return protocol.failed_closed(reason + " (failing closed)")
+            return Answer(protocol.allow.stdout, 0, reason)
+        if verdict.action == "halt":
+            return _with_note(protocol.halt(verdict, event), note)
+        if verdict.action in ("advise", "block"):
+            return _with_note(protocol.refuse(verdict, event), note)
+        return _with_note(protocol.allow, note)
 
 
 def _store_note(guard: Any) -> str:
@@ -242,14 +293,31 @@ def _with_note(answer: Answer, note: str) -> Answer:
     return Answer(answer.stdout, answer.exit_code, note) if note else answer
 
 
-def main_io(protocol_name: str, store_url: str, session: str | None, fail_closed: bool) -> int:
-    """Read stdin, answer on stdout/stderr, return the exit code (the CLI's entry point)."""
+def _default_store() -> str:
+    from looptrap.stores.sqlite import default_path
+
+    return f"sqlite:///{default_path()}"
+
+
+def main_io(
+    protocol_name: str,
+    store_url: str | None,
+    session: str | None,
+    fail_closed: bool,
+    config: str | None = None,
+    stdin: bytes | None = None,
+) -> int:
+    """Read stdin (unless the event is given), answer on stdout/stderr, return the exit code (the CLI's
+    entry point). A closed stdin is an empty payload (answered as a hook failure, never a crash)."""
+    if stdin is None:
+        stdin = sys.stdin.buffer.read() if sys.stdin is not None else b""
     answer = run_hook(
         PROTOCOLS[protocol_name](),
-        sys.stdin.buffer.read(),
+        stdin,
         store_url=store_url,
         session=session,
         fail_closed=fail_closed,
+        config=config,
     )
     if answer.stdout:
         sys.stdout.write(answer.stdout + "\n")

@@ -1,0 +1,168 @@
+"""The configuration file: looptrap.toml or [tool.looptrap] in pyproject.toml (docs/configuration.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from looptrap import Guard
+from looptrap.config_file import ConfigError, ConfigFile, dump, find, load, resolve
+from looptrap.testing import step
+
+FULL = """\
+store = "sqlite:///sessions.db"
+report_tool = false
+log_args = true
+
+[escalation]
+ladder = ["advise", "advise", "block", "halt"]
+cooldown = 4
+
+[budgets]
+max_tool_calls = 200
+max_seconds = 600
+max_calls_per_tool = { search_docs = 20, "*" = 50 }
+
+[detectors]
+enabled = ["repeat", "cycle", "drift", "edit_loop", "rate", "no_action"]
+
+[detectors.repeat]
+threshold = 4
+
+[detectors.rate]
+warn_only = true
+
+[tools."debug_*"]
+exempt = true
+
+[tools.run_sql]
+keys = ["query"]
+limits = { repeat = 6 }
+disable = ["drift"]
+
+[tools.deploy]
+mutating = true
+
+[tools.health]
+polling = true
+"""
+
+
+def write(folder: Path, text: str, name: str = "looptrap.toml") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_section_is_read(tmp_path: Path) -> None:
+    config = load(write(tmp_path, FULL))
+    g = config.guard
+    assert config.store == "sqlite:///sessions.db"
+    assert g.report_tool is None
+    assert g.log_args is True
+    assert g.escalation.ladder == ("advise", "advise", "block", "halt")
+    assert g.escalation.cooldown == 4
+    assert g.budgets.max_tool_calls == 200
+    assert g.budgets.max_seconds == 600.0
+    assert g.budgets.max_calls_per_tool == {"search_docs": 20, "*": 50}
+    assert [d.name for d in g.detectors] == ["repeat", "cycle", "drift", "edit_loop", "rate", "no_action"]
+    assert g.detectors[0].threshold == 4
+    assert g.detectors[4].warn_only is True
+    assert g.policy("debug_step").exempt
+    assert g.policy("run_sql").keys == ("query",)
+    assert g.policy("run_sql").limits == {"repeat": 6}
+    assert g.policy("run_sql").disable == frozenset({"drift"})
+    assert g.policy("deploy").mutating is True
+    assert g.policy("health").polling is True
+
+
+def test_the_file_changes_what_the_guard_does(tmp_path: Path) -> None:
+    config = load(write(tmp_path, "[detectors.repeat]\nthreshold = 5\n"))
+    guard = Guard(config.guard, clock=None)
+    actions = [step(guard, "search", {"q": "x"}, "0 results").action for _ in range(5)]
+    assert actions == ["allow", "allow", "allow", "allow", "advise"]
+
+
+def test_a_detector_can_be_turned_off_and_made_warn_only(tmp_path: Path) -> None:
+    config = load(write(tmp_path, "[detectors.repeat]\nenabled = false\n\n[detectors.cycle]\nwarn_only = true\n"))
+    names = [d.name for d in config.guard.detectors]
+    assert "repeat" not in names
+    assert next(d for d in config.guard.detectors if d.name == "cycle").warn_only
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        ("retries = 3\n", 1, "retries: unknown key"),
+        ("\n[detectors.repeat]\nthreshhold = 4\n", 3, "detectors.repeat.threshhold: unknown key"),
+        ("[detectors.repeat]\nthreshold = 0\n", 2, "detectors.repeat.threshold: must be above 0"),
+        ('[detectors.repeat]\nthreshold = "4"\n', 2, "detectors.repeat.threshold: a int, got a string"),
+        ("[detectors.nope]\n", 1, "detectors.nope: unknown key"),
+        ("[escalation]\nladder = []\n", 2, "escalation.ladder: a non-empty list of"),
+        ('[escalation]\nladder = ["advise", "explode"]\n', 2, "escalation.ladder"),
+        ("[budgets]\nmax_seconds = nan\n", 2, "budgets.max_seconds: a finite number"),
+        ("[budgets]\nmax_seconds = inf\n", 2, "budgets.max_seconds: a finite number"),
+        ("[budgets]\nmax_turns = -1\n", 2, "budgets.max_turns: must be above 0"),
+        ("[budgets]\nsoft = 1.5\n", 2, "budgets.soft: a fraction between 0 and 1"),
+        ('[tools.x]\nexempt = "yes"\n', 2, "tools.x.exempt: true or false"),
+        ('[tools."debug_*"]\nlimits = { nope = 3 }\n', 2, "tools.debug_*.limits.nope: unknown key"),
+        ('[tools.x]\ndisable = ["nope"]\n', 2, "tools.x.disable: unknown detector 'nope'"),
+        ("store = 3\n", 1, "store: a store URL"),
+        ('[detectors]\nenabled = ["repeat", "repeat"]\n', 2, "detectors.enabled: each detector may appear once"),
+        ("x = [\n", 1, "not valid TOML"),
+    ],
+)
+def test_unknown_keys_and_bad_values_name_the_file_and_line(tmp_path: Path, text: str, line: int, reason: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert err.value.where == f"{path}:{line}"
+    assert reason in err.value.reason
+
+
+def test_pyproject_table_and_discovery_from_the_working_directory_upward(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    deep = project / "src" / "pkg"
+    deep.mkdir(parents=True)
+    write(project, '[project]\nname = "x"\n\n[tool.looptrap.detectors.repeat]\nthreshold = 7\n', "pyproject.toml")
+    found = find(deep)
+    assert found == project / "pyproject.toml"
+    assert resolve(start=deep).guard.detectors[0].threshold == 7
+    write(project / "src", "[detectors.repeat]\nthreshold = 9\n")  # nearer, and a looptrap.toml first
+    assert resolve(start=deep).guard.detectors[0].threshold == 9
+    plain = tmp_path / "other"
+    plain.mkdir()
+    write(plain, '[project]\nname = "y"\n', "pyproject.toml")  # no [tool.looptrap]: not a configuration
+    assert find(plain) is None or find(plain) != plain / "pyproject.toml"
+
+
+def test_an_explicit_file_or_the_environment_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    named = write(tmp_path, "[detectors.repeat]\nthreshold = 6\n", "custom.toml")
+    monkeypatch.setenv("LOOPTRAP_CONFIG", str(named))
+    assert resolve(start=tmp_path).path == named
+    other = write(tmp_path, "[detectors.repeat]\nthreshold = 8\n", "other.toml")
+    assert resolve(str(other)).guard.detectors[0].threshold == 8
+    monkeypatch.setenv("LOOPTRAP_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match="cannot read it"):
+        resolve()
+
+
+def test_no_file_means_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOOPTRAP_CONFIG", raising=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    config = resolve(start=empty)
+    if config.path is None:  # (a file above the temporary folder would be found, as documented)
+        assert config == ConfigFile()
+
+
+def test_show_prints_a_file_that_gives_the_same_guard(tmp_path: Path) -> None:
+    config = load(write(tmp_path, FULL))
+    again = load(write(tmp_path, dump(config), "shown.toml"))
+    assert again.guard.detectors == config.guard.detectors
+    assert again.guard.tools == config.guard.tools
+    assert again.guard.escalation == config.guard.escalation
+    assert again.guard.budgets == config.guard.budgets
+    assert again.store == config.store
+    assert (again.guard.report_tool, again.guard.log_args) == (None, True)
