@@ -17,6 +17,13 @@ import pytest
 IN_CI = bool(os.environ.get("CI"))
 
 
+@pytest.fixture(autouse=True)
+def _no_resident_hook_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hook processes started by the tests answer in process: a resident server would outlive the test
+    (tests/test_hook_server.py starts, checks and stops its own)."""
+    monkeypatch.setenv("LOOPTRAP_HOOK_SERVER", "0")
+
+
 def need(what: str, available: bool) -> None:
     """Skip a test whose real part is missing here, but fail in CI, where everything must run."""
     if not available:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -360,15 +362,21 @@ def test_demo() -> None:
     proc = looptrap("demo")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    header = out.splitlines()[0]
-    assert "scenario" in header
+    text = out.splitlines()
+    at = next(i for i, line in enumerate(text) if line.startswith("scenario"))
+    header = text[at]
     assert "without guard" in header
     assert "with looptrap" in header
     assert "Tool calls:" in out
     assert "saved" in out
-    rows = [line for line in out.splitlines()[2:] if "calls," in line]
+    rows = text[at + 2 : text.index("", at)]
     assert len(rows) >= 5
-    assert all(line.count("calls,") == 2 for line in rows)  # both columns on every row
+    for row in rows:  # both columns on every row: calls, then how the run ended
+        without, with_guard = (
+            row[len(c) :] for c in (header[: header.index("without")], header[: header.index("with ")])
+        )
+        assert without.split()[0].isdigit()
+        assert with_guard.split()[0].isdigit()
 
 
 def test_demo_json() -> None:
@@ -400,3 +408,361 @@ def test_iso_timestamps_are_read_as_seconds(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert f"{bad}:1: 'ts' is not a number of seconds nor an ISO 8601 time" in proc.stderr
+
+
+# -- the command itself: version, python -m, help, option values -------------------------------------------
+
+
+def test_version() -> None:
+    import looptrap as package
+
+    proc = looptrap("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"looptrap {package.__version__}"
+
+
+def test_python_dash_m_looptrap() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "looptrap", "demo", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert reports(proc.stdout) == reports(looptrap("demo", "--json").stdout)
+    usage = subprocess.run([sys.executable, "-m", "looptrap", "--help"], capture_output=True, text=True, timeout=60)
+    assert usage.stdout.startswith("usage: looptrap ")
+
+
+SUBCOMMANDS = [
+    ["replay"],
+    ["demo"],
+    ["hook"],
+    ["mcp-proxy"],
+    ["sessions"],
+    ["sessions", "list"],
+    ["sessions", "show"],
+    ["sessions", "reset"],
+]
+
+
+@pytest.mark.parametrize("words", SUBCOMMANDS, ids=" ".join)
+def test_every_subcommand_help_has_a_description(words: list[str]) -> None:
+    proc = looptrap(*words, "--help")
+    assert proc.returncode == 0, proc.stderr
+    paragraphs = [p.strip() for p in proc.stdout.split("\n\n")]
+    assert paragraphs[0].startswith(f"usage: looptrap {' '.join(words)}")
+    described = paragraphs[1]  # argparse puts the description between the usage and the arguments
+    assert not described.startswith(("positional arguments:", "options:", "optional arguments:")), proc.stdout
+    assert len(described) > 20
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_jobs_must_be_at_least_one(tmp_path: Path, jobs: str) -> None:
+    proc = looptrap("replay", str(write(tmp_path, looping("s1", 3))), "--jobs", jobs)
+    assert proc.returncode == 2
+    assert "--jobs" in proc.stderr
+    assert "at least 1" in proc.stderr or "invalid" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# -- no traceback: a reader that goes away, a closed stdin ---------------------------------------------------
+
+
+def gone_reader(args: Sequence[str], stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess[bytes]:
+    """Run the CLI with its stdout on a pipe whose reader has already gone (``| head -1`` once head exits)."""
+    read, write_end = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "looptrap.cli.main", *args],
+            stdin=stdin,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["table", "json"])
+def test_a_closed_pipe_is_no_traceback(tmp_path: Path, json_output: bool) -> None:
+    path = write(tmp_path, many_sessions(30))
+    flag = ["--json"] if json_output else []
+    for args in (["demo", *flag], ["replay", str(path), *flag], ["replay", str(path), "--jobs", "2", *flag]):
+        proc = gone_reader(args)
+        err = proc.stderr.decode()
+        assert "Traceback" not in err, (args, err)
+        assert "BrokenPipeError" not in err, (args, err)
+        assert "Exception ignored" not in err, (args, err)
+        assert proc.returncode == 141, (args, proc.returncode, err)  # as if killed by SIGPIPE, like `yes | head -1`
+
+
+def test_head_one_in_a_shell(tmp_path: Path) -> None:
+    path = write(tmp_path, many_sessions(30))
+    run = f"{sys.executable} -m looptrap.cli.main"
+    cmd = f"{run} demo | head -1; {run} replay {path} | head -1"
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0].startswith("Scripted agents")
+    assert proc.stdout.splitlines()[1].startswith("session")
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def closed_stdin(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI started with its stdin closed (``<&-``)."""
+    cmd = " ".join([sys.executable, "-m", "looptrap.cli.main", *args]) + " <&-"
+    return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120)
+
+
+def test_replay_of_a_closed_stdin_is_a_clear_error() -> None:
+    proc = closed_stdin("replay", "-")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2
+    assert "stdin" in proc.stderr
+
+
+def test_hook_with_a_closed_stdin_does_not_crash(tmp_path: Path) -> None:
+    proc = closed_stdin("hook", "claude-code", "--store", f"sqlite:///{tmp_path}/h.db")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0  # a hook failure allows the call (docs/hooks.md)
+    slow = closed_stdin("hook", "claude-code", "--store", f"sqlite:///{tmp_path}/h.db", "--session", "x", "--no-such")
+    assert "Traceback" not in slow.stderr, slow.stderr
+
+
+# -- input: pipes, gzip, zstd, escaped keys ------------------------------------------------------------------
+
+
+def with_bad_lines(events: list[dict[str, Any] | str]) -> list[dict[str, Any] | str]:
+    out = list(events)
+    for at in (3, 40, 90, 150):
+        out.insert(at, "{not json")
+    return out
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="needs /dev/fd (a pipe passed as a file name)")
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_replay_of_a_pipe_with_jobs_reads_it_once(tmp_path: Path, jobs: str) -> None:
+    """``looptrap replay <(zcat t.gz) --jobs N``: the pipe is read by one reader, not split between workers."""
+    text = lines(with_bad_lines(many_sessions(40))).encode()
+    expected = looptrap("replay", str(write(tmp_path, [text.decode().rstrip("\n")])), "--json", "--skip-invalid")
+    assert "skipped 4 invalid line(s)" in expected.stderr
+    read, write_end = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write_end, "wb") as fh:
+            fh.write(text)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "looptrap.cli.main",
+                "replay",
+                f"/dev/fd/{read}",
+                "--json",
+                "--skip-invalid",
+                "--jobs",
+                jobs,
+            ],
+            pass_fds=(read,),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(read)
+        writer.join()
+    assert proc.returncode == 0, proc.stderr
+    assert reports(proc.stdout) == reports(expected.stdout)
+    assert "skipped 4 invalid line(s)" in proc.stderr, proc.stderr
+    assert "not a regular file" in proc.stderr  # --jobs N was not applied, and the user is told why
+
+
+def test_fifo_is_read_once(tmp_path: Path) -> None:
+    text = lines(with_bad_lines(many_sessions(20)))
+    expected = looptrap("replay", str(write(tmp_path, [text.rstrip("\n")])), "--json", "--skip-invalid")
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=(text,))
+    writer.start()
+    try:
+        proc = looptrap("replay", str(fifo), "--json", "--skip-invalid", "--jobs", "2")
+    finally:
+        if writer.is_alive():  # the CLI never opened it: let the writer go
+            with open(fifo, "rb") as fh:
+                fh.read()
+        writer.join()
+    assert proc.returncode == 0, proc.stderr
+    assert reports(proc.stdout) == reports(expected.stdout)
+
+
+def escaped_key_events(n: int) -> list[dict[str, Any] | str]:
+    """Sessions whose events name their session with an escaped key, with a nested plain "session" key."""
+    out: list[dict[str, Any] | str] = []
+    for k in range(n):
+        for ev in looping(f"s{k}", 3):
+            body = orjson.dumps({**ev, "args": {"session": f"other-{k}"}}).decode()
+            out.append(body.replace('"session":', '"\\u0073ession":', 1))
+    return out
+
+
+def test_an_escaped_top_level_key_is_routed_like_any_other(tmp_path: Path) -> None:
+    from looptrap.analysis.trace import routed_session
+
+    assert routed_session(b'{"\\u0073ession": "a", "type": "text", "args": {"session": "b"}}') is None
+    assert routed_session(b'{"s\\u0065ssion": "a", "type": "text", "args": {"session": "b"}}') is None
+    assert routed_session(b'{"session": "a", "type": "text"}') == "a"
+    path = write(tmp_path, escaped_key_events(30))
+    one = looptrap("replay", str(path), "--json", "--jobs", "1")
+    assert one.returncode == 0, one.stderr
+    assert len(reports(one.stdout)) == 30
+    assert all(r["tool_calls"] == 3 for r in reports(one.stdout))
+    for jobs in ("2", "3"):
+        many = looptrap("replay", str(path), "--json", "--jobs", jobs)
+        assert many.returncode == 0, many.stderr
+        assert reports(many.stdout) == reports(one.stdout), jobs
+
+
+def test_gzip_trace(tmp_path: Path) -> None:
+    import gzip
+
+    text = lines(many_sessions(20)).encode()
+    plain = looptrap("replay", str(write(tmp_path, [text.decode().rstrip("\n")])), "--json")
+    packed = tmp_path / "trace.jsonl.gz"
+    packed.write_bytes(gzip.compress(text))
+    for jobs in ("1", "2"):
+        proc = looptrap("replay", str(packed), "--json", "--jobs", jobs)
+        assert proc.returncode == 0, proc.stderr
+        assert reports(proc.stdout) == reports(plain.stdout)
+    piped = subprocess.run(
+        [sys.executable, "-m", "looptrap.cli.main", "replay", "-", "--json"],
+        input=gzip.compress(text),
+        capture_output=True,
+        timeout=120,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert reports(piped.stdout.decode()) == reports(plain.stdout)
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(gzip.compress(lines([call("s1", "a", {}), "{not json"]).encode()))
+    proc = looptrap("replay", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"{bad}:2: not valid JSON"), proc.stderr
+    broken = tmp_path / "cut.jsonl.gz"
+    broken.write_bytes(gzip.compress(text)[:-20])  # a truncated download
+    proc = looptrap("replay", str(broken))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(broken) in proc.stderr
+
+
+def test_zstd_trace(tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    text = lines(many_sessions(20)).encode()
+    plain = looptrap("replay", str(write(tmp_path, [text.decode().rstrip("\n")])), "--json")
+    packed = tmp_path / "trace.jsonl.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(text))
+    for jobs in ("1", "2"):
+        proc = looptrap("replay", str(packed), "--json", "--jobs", jobs)
+        assert proc.returncode == 0, proc.stderr
+        assert reports(proc.stdout) == reports(plain.stdout)
+    without = subprocess.run(  # the same, where zstandard cannot be imported
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['zstandard'] = sys.modules['compression'] = None; "
+            "from looptrap.cli.main import main; raise SystemExit(main())",
+            "replay",
+            str(packed),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert without.returncode == 2
+    assert "Traceback" not in without.stderr
+    assert "zstandard" in without.stderr  # what to install
+    assert str(packed) in without.stderr
+
+
+# -- what reaches the terminal ---------------------------------------------------------------------------
+
+
+def test_table_shows_no_control_characters_or_fake_rows(tmp_path: Path) -> None:
+    evil = "s1\x1b[2J\x1b]0;pwned\x07\nfake   99  -  -  0\r"
+    tool = "search\x1b[31m_docs\u202e\n"
+    events: list[dict[str, Any] | str] = []
+    for k in range(4):
+        events += [call(evil, tool, {"q": 1}, f"c{k}"), result(evil, tool, "0 results", f"c{k}")]
+    events += healthy("s2", 1)
+    proc = looptrap("replay", str(write(tmp_path, events)))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "\x1b" not in out
+    assert "\r" not in out
+    assert "\u202e" not in out
+    rows = out.splitlines()
+    assert len(rows) == 5  # header, two sessions, a blank line, the summary
+    assert rows[1].startswith("s1")
+    assert "fake" in rows[1]  # the rest of the id, on its own row
+    assert "search_docs" in rows[1]  # the tool of the first intervention, shown clean
+    assert rows[2].startswith("s2")
+    assert all(len(row) < 200 for row in rows)
+
+
+def test_table_cells_are_bounded(tmp_path: Path) -> None:
+    proc = looptrap("replay", str(write(tmp_path, looping("x" * 5000, 3))))
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(row) for row in proc.stdout.splitlines()) < 200
+
+
+def test_demo_fits_80_columns_and_explains_itself() -> None:
+    proc = looptrap("demo")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert max(len(line) for line in out) <= 80, max(out, key=len)
+    head = out.index(next(line for line in out if line.startswith("scenario")))
+    assert "tool calls" in " ".join(out[:head]).lower()  # what the numbers count, before the table
+    explained = {line.split(":", 1)[0].strip() for line in out if ":" in line}
+    assert {"turn cap", "reported blocked", "halted", "answered"} <= explained
+    for outcome in ("turn cap", "reported blocked"):
+        (line,) = [x for x in out if x.strip().startswith(f"{outcome}:")]  # one line each
+        assert len(line.split(":", 1)[1].strip()) > 20
+
+
+# -- the docs match the command -----------------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_docs_cli_md_covers_every_command_and_option() -> None:
+    import argparse
+
+    from looptrap.cli.main import build_parser
+
+    cli_md = (DOCS / "cli.md").read_text(encoding="utf-8")
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, words: list[str]) -> None:
+        # hook, mcp-proxy and config have their own pages, linked from cli.md
+        page = {"hook": "hooks.md", "mcp-proxy": "mcp-proxy.md", "config": "configuration.md"}.get(
+            words[0] if words else ""
+        )
+        text = cli_md + ((DOCS / page).read_text(encoding="utf-8") if page else "")
+        if words and f"looptrap {' '.join(words)}" not in text.replace("|", " ").replace("  ", " "):
+            missing.append(" ".join(words))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*words, name])
+            for option in action.option_strings:
+                if (
+                    option.startswith("--")
+                    and option != "--help"
+                    and f"`{option}" not in text
+                    and f" {option}" not in text
+                ):
+                    missing.append(f"{' '.join(words) or 'looptrap'} {option}")
+
+    walk(build_parser(), [])
+    assert not missing, f"not in docs/cli.md: {missing}"

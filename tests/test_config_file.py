@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,3 +170,60 @@ def test_show_prints_a_file_that_gives_the_same_guard(tmp_path: Path) -> None:
     assert again.guard.budgets == config.guard.budgets
     assert again.store == config.store
     assert (again.guard.report_tool, again.guard.log_args) == (None, True)
+
+
+def looptrap(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "LOOPTRAP_CONFIG"}
+    cmd = [sys.executable, "-m", "looptrap", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+
+
+def test_config_check_and_show_on_the_command_line(tmp_path: Path) -> None:
+    write(tmp_path, FULL)
+    ok = looptrap("config", "check", cwd=tmp_path)
+    assert (ok.returncode, ok.stdout.strip()) == (0, f"ok: {tmp_path / 'looptrap.toml'}")
+    shown = looptrap("config", "show", cwd=tmp_path)
+    assert shown.returncode == 0
+    again = load(write(tmp_path, shown.stdout, "shown.toml"))
+    assert again.guard.detectors == load(tmp_path / "looptrap.toml").guard.detectors
+    write(tmp_path, "[escalation]\nladder = []\n", "bad.toml")
+    bad = looptrap("config", "check", "bad.toml", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert (
+        bad.stderr.strip() == "looptrap: bad.toml:2: escalation.ladder: a non-empty list of warn, advise, block, halt"
+    )
+    named = looptrap("config", "show", "--config", "bad.toml", cwd=tmp_path)
+    assert named.returncode == 2
+    assert "Traceback" not in named.stderr
+
+
+def test_the_hook_takes_a_config_option(tmp_path: Path) -> None:
+    write(tmp_path, "[detectors.repeat]\nthreshold = 2\n", "strict.toml")
+    pre = (Path(__file__).parent / "data" / "hooks" / "claude-code" / "pre_grep_empty.json").read_bytes()
+    post = (Path(__file__).parent / "data" / "hooks" / "claude-code" / "post_grep_empty.json").read_bytes()
+    store = f"sqlite:///{tmp_path}/s.db"
+    cmd = [sys.executable, "-m", "looptrap", "hook", "claude-code", "--store", store, "--config", "strict.toml"]
+    outs = []
+    for payload in (pre, post, pre):
+        proc = subprocess.run(cmd, input=payload, capture_output=True, cwd=tmp_path, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(proc.stdout)
+    assert outs[:2] == [b"", b""]
+    assert b"deny" in outs[2]  # the 2nd identical call, as the named file says
+
+
+def test_replay_reads_the_configuration_file(tmp_path: Path) -> None:
+    rows = [
+        {"session": "s", "type": "tool_call", "tool": "search", "args": {"q": "x"}},
+        {"session": "s", "type": "tool_result", "tool": "search", "output": "0 results"},
+        {"session": "s", "type": "turn_end"},
+    ] * 3
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    default = looptrap("replay", "t.jsonl", "--json", cwd=tmp_path)
+    assert json.loads(default.stdout)["first_intervention"]["call_index"] == 3
+    write(tmp_path, "[detectors.repeat]\nthreshold = 4\n")  # found in the working directory
+    relaxed = looptrap("replay", "t.jsonl", "--json", cwd=tmp_path)
+    assert json.loads(relaxed.stdout)["first_intervention"] is None
+    write(tmp_path, "[detectors.repeat]\nthreshold = 2\n", "strict.toml")
+    strict = looptrap("replay", "t.jsonl", "--json", "--config", "strict.toml", cwd=tmp_path)
+    assert json.loads(strict.stdout)["first_intervention"]["call_index"] == 2

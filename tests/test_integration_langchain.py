@@ -464,3 +464,157 @@ def test_tool_node_answers_report_blocked_without_registering_it() -> None:
         run(hand_built(model(report, AIMessage("never reached")), mw), "sync")
     assert exc.value.reason == "reported_blocked"
     assert [t.name for t in mw.tools] == ["report_blocked"]  # to bind to the model alongside the graph's tools
+
+
+# -- a raised halt leaves the thread valid (a checkpointer keeps it for the next user message) ---------------
+def assert_every_call_answered(messages: Sequence[BaseMessage]) -> None:
+    """What OpenAI and Anthropic require of a history: every tool call of an AIMessage has its ToolMessage
+    before the next message of another kind."""
+    for i, m in enumerate(messages):
+        if isinstance(m, AIMessage) and m.tool_calls:
+            answered = set()
+            for later in messages[i + 1 :]:
+                if not isinstance(later, ToolMessage):
+                    break
+                answered.add(later.tool_call_id)
+            assert {c["id"] for c in m.tool_calls} <= answered, (m.tool_calls, messages[i + 1 :])
+
+
+def halting_setup(where: str) -> tuple[list[AIMessage], GuardPool]:
+    if where == "tool call":  # the 5th identical search halts in the tool wrapper
+        return [search() for _ in range(5)], pool()
+    if where == "parallel calls":  # the halted call shares its message with another call
+        return [
+            *(search() for _ in range(4)),
+            calls(("search_docs", dict(REFUND)), ("edit_file", {"path": "a", "text": "b"})),
+        ], pool()
+    if where == "turn end":  # the token budget is crossed by a model message whose calls never run
+        usage = {"input_tokens": 40, "output_tokens": 20, "total_tokens": 60}
+        return [calls(("search_docs", {"query": f"q{i}"}), usage_metadata=usage) for i in range(3)], GuardPool(
+            budgets=Budgets(max_tokens=150), guard_options={"clock": None}
+        )
+    report = calls(("report_blocked", {"tried": ["search_docs refund policy"], "needed": "the policy document"}))
+    return [search(), report], pool()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("where", ["tool call", "parallel calls", "turn end", "report"])
+def test_a_raised_halt_answers_the_halted_calls_so_the_thread_stays_valid(mode: str, where: str) -> None:
+    script, guards = halting_setup(where)
+    m = model(*script, AIMessage("Sorry, I could not find the refund policy."), AIMessage("spare"))
+    mw = LooptrapMiddleware(guards)  # on_halt="raise", the default
+    graph = create_agent(m, TOOLS, middleware=[mw], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "kept"}}
+    seen = len(script)
+
+    def ask(text: str) -> Any:
+        inp = {"messages": [("user", text)]}
+        return asyncio.run(graph.ainvoke(inp, config)) if mode == "async" else graph.invoke(inp, config)
+
+    with pytest.raises(LoopHalted) as exc:
+        ask("What is the refund policy?")
+    assert len(m.seen) == seen  # the model was not called after the halt
+    messages = graph.get_state(config).values["messages"]
+    assert_every_call_answered(messages)
+    last_ai = next(x for x in reversed(messages) if isinstance(x, AIMessage))
+    assert last_ai.tool_calls
+    answers = [
+        x for x in messages if isinstance(x, ToolMessage) and x.tool_call_id in {c["id"] for c in last_ai.tool_calls}
+    ]
+    assert {a.status for a in answers} == {"error"}
+    assert exc.value.verdict.message in {str(a.content) for a in answers}  # what the model was told
+    assert not any(isinstance(x, AIMessage) and "looptrap" in x.response_metadata for x in messages)  # no final message
+    if where == "turn end":
+        with pytest.raises(LoopHalted):  # a budget outlives the run; the thread stays valid
+            ask("Try again.")
+        assert_every_call_answered(graph.get_state(config).values["messages"])
+        return
+    out = ask("Never mind, what can you tell me?")  # the next user message: a new task, a valid history
+    assert out["messages"][-1].content == "Sorry, I could not find the refund policy."
+    assert_every_call_answered(m.seen[-1])
+
+
+# -- a hand-built graph: each invocation is a new task --------------------------------------------------------
+def hand_built_graph(
+    m: ScriptedModel,
+    mw: LooptrapMiddleware,
+    *,
+    checkpointer: Any = None,
+    interrupt_before: list[str] | None = None,
+    critic: bool = False,
+) -> Any:
+    """model -> tools -> model ... ; with ``critic``, a node that adds a human message after every tool step
+    (inside the same invocation)."""
+
+    def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [m.invoke(state["messages"])]}
+
+    def review(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [HumanMessage("Not good enough yet, keep going.")]}
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode(TOOLS, wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["tools", END])
+    if critic:
+        graph.add_node("review", review)
+        graph.add_edge("tools", "review")
+        graph.add_edge("review", "model")
+    else:
+        graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=checkpointer, interrupt_before=interrupt_before)
+
+
+def invoke(graph: Any, mode: str, inp: Any, config: Any) -> Any:
+    return asyncio.run(graph.ainvoke(inp, config)) if mode == "async" else graph.invoke(inp, config)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("thread", [None, "t1"], ids=["no thread id", "one thread"])
+def test_hand_built_graph_each_invocation_is_a_new_task(mode: str, thread: str | None) -> None:
+    """A process serving requests: after one request halts, the next is not halted at its first tool call."""
+    m = model(*(search() for _ in range(15)), search(), AIMessage("Nothing about refunds."))
+    mw = LooptrapMiddleware(pool())
+    graph = hand_built_graph(m, mw, checkpointer=InMemorySaver() if thread else None)
+    config = {"configurable": {"thread_id": thread}} if thread else None
+    inp = {"messages": [("user", "What is the refund policy?")]}
+    for request in range(3):  # each request loops, and is stopped at its own 5th call, not the 1st
+        ran.clear()
+        with pytest.raises(LoopHalted) as exc:
+            invoke(graph, mode, inp, config)
+        assert exc.value.reason == "loop_repeat"
+        assert ran["search_docs"] == 2, request
+    out = invoke(graph, mode, inp, config)  # a healthy request after them is untouched
+    assert out["messages"][-1].content == "Nothing about refunds."
+    assert mw.guard_for(thread).halted is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hand_built_graph_resumed_after_interrupts_is_the_same_task(mode: str) -> None:
+    """Approval before every tool step (an interrupt, then ``invoke(None)``): each resume is an invocation, but
+    not new input, so the loop is still caught."""
+    m = model(*(search() for _ in range(8)))
+    mw = LooptrapMiddleware(pool())
+    graph = hand_built_graph(m, mw, checkpointer=InMemorySaver(), interrupt_before=["tools"])
+    config: Any = {"configurable": {"thread_id": "approve"}}
+    invoke(graph, mode, {"messages": [("user", "What is the refund policy?")]}, config)
+    for _ in range(4):  # the calls before the halt: two run, then advice, then a block
+        invoke(graph, mode, None, config)
+    with pytest.raises(LoopHalted):
+        invoke(graph, mode, None, config)
+    assert ran["search_docs"] == 2
+    assert mw.guard_for("approve").state.calls == 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hand_built_graph_human_messages_inside_one_invocation_are_the_same_task(mode: str) -> None:
+    m = model(*(search() for _ in range(8)))
+    mw = LooptrapMiddleware(pool())
+    with pytest.raises(LoopHalted):
+        invoke(hand_built_graph(m, mw, critic=True), mode, {"messages": [("user", "Refund policy?")]}, None)
+    assert ran["search_docs"] == 2

@@ -5,6 +5,8 @@ reported); after a halt the session's calls are still counted but no further sig
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -12,13 +14,13 @@ from typing import IO, Any
 
 import xxhash
 
-from looptrap.analysis.trace import Event, TraceError, iter_events
+from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
 from looptrap.core.config import GuardConfig
 from looptrap.core.engine import Engine
 from looptrap.core.state import SessionState
 from looptrap.core.types import ALLOW, Call, Verdict
 
-__all__ = ["Replayer", "SessionReport", "replay", "replay_file"]
+__all__ = ["Replayer", "SessionReport", "is_regular", "replay", "replay_file"]
 
 log = logging.getLogger("looptrap.replay")
 MAX_SIGNALS = 200
@@ -187,6 +189,9 @@ _HANDLERS = {
 }
 
 
+Lines = Callable[[Iterable[bytes], IO[bytes]], Iterable[bytes]]
+
+
 def replay_file(
     path: str,
     *,
@@ -194,15 +199,18 @@ def replay_file(
     skip_invalid: bool = False,
     config: GuardConfig | None = None,
     warn: Callable[[str], None] | None = None,
-    lines: Callable[[IO[bytes]], Iterable[bytes]] | None = None,
+    lines: Lines | None = None,
 ) -> tuple[list[SessionReport], list[TraceError]]:
-    """Replay a trace file, with ``jobs`` processes (sessions are independent: each process reads the whole
-    file and replays the sessions whose name hashes to it). Returns the reports in order of first appearance
-    and the skipped invalid lines, in file order. Raises :class:`TraceError` on the first malformed line
-    unless ``skip_invalid``. ``lines`` wraps the open file (a progress bar); only the first process applies
-    it. Warnings (unknown event types) reach ``warn`` once each, from every process."""
+    """Replay a trace file (``-``: stdin; gzip and zstd are read as such), with ``jobs`` processes (sessions
+    are independent: each process reads the whole file and replays the sessions whose name hashes to it).
+    Input that is not a regular file (stdin, a pipe) can be read only once: one process reads it, whatever
+    ``jobs`` says. Returns the reports in order of first appearance and the skipped invalid lines, in file
+    order. Raises :class:`TraceError` on the first malformed line unless ``skip_invalid``, ``OSError`` when
+    the file cannot be opened. ``lines(lines, raw)`` wraps the lines read (a progress bar; ``raw`` is the
+    file as stored); only the first process applies it. Warnings (unknown event types) reach ``warn`` once
+    each, from every process."""
     global _SHARD_JOB
-    if jobs <= 1:
+    if jobs <= 1 or not is_regular(path):
         reports, errors, _, fatal = _replay_shard_of((path, 1, skip_invalid, config, warn or log.warning, lines), 0)
         if fatal is not None:
             raise fatal
@@ -230,8 +238,20 @@ def replay_file(
     return reports, sorted(unique.values(), key=_line_of)
 
 
+def is_regular(path: str) -> bool:
+    """Whether ``path`` is a regular file, which several processes can each read whole (not ``-``, a pipe,
+    a FIFO or a device)."""
+    if path == "-":
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _line_of(error: TraceError) -> int:
-    return int(error.where.rsplit(":", 1)[1])
+    line = error.where.rsplit(":", 1)[-1]
+    return int(line) if line.isdigit() else 0
 
 
 _Job = tuple[str, int, bool, "GuardConfig | None", "Callable[[str], None] | None", Any]
@@ -252,14 +272,15 @@ def _replay_shard_of(job: _Job, shard: int) -> _Shard:
     warnings: list[str] = []
     r = Replayer(config, warn=warn or warnings.append)
     fatal = None
-    with open(path, "rb") as fh:
-        source: Iterable[bytes] = lines(fh) if lines is not None and shard == 0 else fh
-        keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
-        try:
-            for ev in iter_events(source, name=path, skip_invalid=skip_invalid, errors=errors, keep=keep):
+    name = "<stdin>" if path == "-" else path
+    try:
+        with open_trace(path) as (stream, raw):
+            source: Iterable[bytes] = lines(stream, raw) if lines is not None and shard == 0 else stream
+            keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
+            for ev in iter_events(source, name=name, skip_invalid=skip_invalid, errors=errors, keep=keep):
                 r.feed(ev)
-        except TraceError as exc:
-            fatal = exc
+    except TraceError as exc:
+        fatal = exc
     reports = r.reports()
     for rep, sess in zip(reports, r.sessions.values(), strict=True):
         rep.first_line = sess.first_line

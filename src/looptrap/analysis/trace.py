@@ -1,4 +1,4 @@
-"""Trace format v1: JSON Lines, one event per line (see docs/trace-format.md).
+"""Trace format v1: JSON Lines, one event per line (see docs/trace-format.md), plain, gzip or zstd.
 
 Events: ``tool_call``, ``tool_result``, ``turn_end``, ``text``, ``user_message``. ``session`` and ``type`` are required,
 ``seq`` and ``ts`` optional, unknown fields ignored.
@@ -6,13 +6,16 @@ Events: ``tool_call``, ``tool_result``, ``turn_end``, ``text``, ``user_message``
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import sys
+import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -22,6 +25,7 @@ __all__ = [
     "TraceError",
     "event_from",
     "iter_events",
+    "open_trace",
     "parse_event",
     "routed_session",
     "session_of",
@@ -77,20 +81,22 @@ def session_of(obj: Any) -> str | None:
 
 _SESSION_KEY = b'"session"'
 _SESSION_VALUE = re.compile(rb'\s*:\s*"([^"\\]+)"')
+#: An escape that spells a letter of "session" (``\u0073``...): a key written so is found only by parsing.
+_SESSION_ESCAPE = re.compile(rb"\\u00(?:73|65|69|6[eEfF])")
 
 
 def routed_session(raw: bytes) -> str | None:
     """The session of a raw JSON line, read without parsing the line, or ``None`` when that is not certain.
 
-    Only a line in which ``"session"`` occurs once, as a key whose value is a plain string, qualifies: then
-    that key is the event's own, if the line is valid at all (if it is not, the reader that keeps the
-    session it names reports it).
+    Only a line in which ``"session"`` occurs once, as a key whose value is a plain string, and in which no
+    escape could spell that key another way (``"\\u0073ession"``), qualifies: then that key is the event's
+    own, if the line is valid at all (if it is not, the reader that keeps the session it names reports it).
     """
     i = raw.find(_SESSION_KEY)
     if i < 0 or raw.find(_SESSION_KEY, i + 9) >= 0:
         return None
     m = _SESSION_VALUE.match(raw, i + 9)
-    if m is None:
+    if m is None or (b"\\u" in raw and _SESSION_ESCAPE.search(raw) is not None):
         return None
     try:
         return m.group(1).decode("utf-8")
@@ -135,6 +141,64 @@ def _iso_seconds(text: str, where: str) -> float:
     return moment.timestamp()
 
 
+_GZIP = b"\x1f\x8b"
+_ZSTD = b"\x28\xb5\x2f\xfd"
+
+
+@contextmanager
+def open_trace(path: str) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """Open a trace (``-``: stdin) as ``(lines, raw)``: ``lines`` to read, decompressed when the data is gzip
+    or zstd (found by its first bytes; zstd needs the ``zstandard`` package, or Python 3.14); ``raw``, the
+    data as stored (its position says how much was read). Raises ``OSError``, or :class:`TraceError` when
+    zstd cannot be read here."""
+    if path == "-":
+        if sys.stdin is None:
+            raise OSError(9, "stdin is closed")
+        raw: IO[bytes] = sys.stdin.buffer
+        own = False
+    else:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below, after streaming
+        own = True
+    stream: IO[bytes] = raw
+    try:
+        head = raw.peek(4)[:4] if isinstance(raw, io.BufferedReader) else b""
+        if head[:2] == _GZIP:
+            import gzip
+
+            stream = cast("IO[bytes]", gzip.GzipFile(fileobj=raw, mode="rb"))
+        elif head == _ZSTD:
+            stream = _zstd(raw, "<stdin>" if path == "-" else path)
+        yield stream, raw
+    finally:
+        if stream is not raw:
+            stream.close()
+        if own:
+            raw.close()
+
+
+def _zstd(raw: IO[bytes], name: str) -> IO[bytes]:
+    try:
+        from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python 3.14
+
+        return zstd.ZstdFile(raw)  # type: ignore[no-any-return,unused-ignore]
+    except ImportError:
+        pass
+    try:
+        import zstandard  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise TraceError(
+            name, "zstd-compressed: reading it needs the zstandard package (pip install zstandard), or run zstd -d"
+        ) from None
+    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return io.BufferedReader(reader, 1 << 16)  # type: ignore[no-any-return,unused-ignore]
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What reading (and decompressing) a trace raises on a damaged or cut file."""
+    extra = [getattr(sys.modules.get(m), "ZstdError", None) for m in ("zstandard", "compression.zstd")]
+    return (OSError, EOFError, zlib.error, *(e for e in extra if isinstance(e, type)))
+
+
 def iter_events(
     source: str | IO[bytes] | Iterable[bytes | str],
     *,
@@ -143,26 +207,29 @@ def iter_events(
     errors: list[TraceError] | None = None,
     keep: Callable[[str], bool] | None = None,
 ) -> Iterator[Event]:
-    """Stream events from a path (``-`` for stdin), a binary file or an iterable of lines.
+    """Stream events from a path (``-`` for stdin; gzip and zstd are read as such, see :func:`open_trace`), a
+    binary file or an iterable of lines.
 
     Malformed lines raise :class:`TraceError`, or with ``skip_invalid`` are appended to ``errors`` (if given)
-    and skipped. Blank lines are ignored. ``keep(session)``, if given, skips the events of other sessions:
+    and skipped; a file that cannot be read to its end (a cut gzip file) raises :class:`TraceError` either
+    way. Blank lines are ignored. ``keep(session)``, if given, skips the events of other sessions:
     a line whose session can be read without parsing it (see :func:`routed_session`) is skipped unread, so
     only a reader that keeps it reports it if it is malformed; any other line is parsed, and reported if
     malformed.
     """
-    close = None
     if isinstance(source, str):
-        name = name or source
-        if source == "-":
-            lines: Iterable[bytes | str] = sys.stdin.buffer
-            name = "<stdin>"
-        else:
-            close = open(source, "rb")  # noqa: SIM115 - closed in the finally below, after streaming
-            lines = close
-    else:
-        lines = source
-        name = name or getattr(source, "name", "<trace>")
+        with open_trace(source) as (stream, _):
+            yield from iter_events(
+                stream,
+                name=name or ("<stdin>" if source == "-" else source),
+                skip_invalid=skip_invalid,
+                errors=errors,
+                keep=keep,
+            )
+        return
+    lines: Iterable[bytes | str] = source
+    name = name or getattr(source, "name", "<trace>")
+    n = 0
     try:
         for n, raw in enumerate(lines, 1):
             if not raw or raw.isspace():  # not raw.strip(): that copies every line
@@ -188,6 +255,6 @@ def iter_events(
                     raise
                 if errors is not None:
                     errors.append(exc)
-    finally:
-        if close is not None:
-            close.close()
+    except _read_errors() as exc:
+        why = str(exc) or type(exc).__name__
+        raise TraceError(f"{name}:{n + 1}", f"cannot read on from here ({why})") from None

@@ -1,52 +1,146 @@
 """The ``looptrap`` command: ``replay`` a recorded trace, run the ``demo``, inspect stored ``sessions``, answer
-a CLI's ``hook``, run the ``mcp-proxy``."""
+a CLI's ``hook``, run the ``mcp-proxy`` (see docs/cli.md)."""
 
 from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING
 
+# Only os and sys at import: a hook event is a fresh process, answered by a resident server through
+# `looptrap.cli.resident` before anything else is imported. (Not typing's TYPE_CHECKING, for the same reason.)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import IO
 
-__all__ = ["main"]
+    from looptrap.analysis.replay import SessionReport
+
+__all__ = ["build_parser", "main"]
 
 _HOOK_CLIS = ("claude-code", "gemini-cli", "codex")
+_PIPE_GONE = 141  # the exit code of a command killed by SIGPIPE (128 + 13), as in `yes | head -1`
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    """Entry point; returns the exit code. Never a traceback for a reader that went away (``| head -1``),
+    a closed stdin or stdout, or Ctrl-C."""
+    for name in ("stdout", "stderr"):  # closed (>&-): Python leaves None, and writing to it would crash
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - for the whole process
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        return _pipe_gone()
+    except KeyboardInterrupt:
+        return 130
+
+
+def _pipe_gone() -> int:
+    """stdout's reader went away: stop quietly (what is still buffered goes nowhere, not to a traceback)."""
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return _PIPE_GONE
+
+
+def _main(words: list[str]) -> int:
     if words[:1] == ["hook"]:
+        if sys.stdin is None:  # closed (<&-): an empty payload, which the hook answers as its own failure
+            sys.stdin = open(os.devnull)  # noqa: SIM115 - for the whole process
         code = _hook_fast(words[1:])
         if code is not None:
             return code
+    parser = build_parser()
+    args = parser.parse_args(words)
+    if args.command == "replay":
+        return _replay(args)
+    if args.command == "sessions":
+        from looptrap.cli import sessions
+
+        return sessions.run(args)
+    if args.command == "mcp-proxy":
+        from looptrap.cli import sessions
+
+        return _mcp_proxy(args, sessions.store_url)
+    if args.command == "hook":
+        return _hook(args.cli, args.store, args.session, args.fail_closed, args.config)
+    if args.command == "config":
+        from looptrap.cli import config
+
+        return config.run(args)
+    from looptrap.cli.demo import run_demo
+
+    return run_demo(as_json=args.json)
+
+
+def _jobs(text: str) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="looptrap", description="Catch LLM agents in tool-call loops.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
 
-    p = sub.add_parser("replay", help="run a recorded trace (JSON Lines) through the guard")
-    p.add_argument("trace", help="trace file in format v1, or - for stdin")
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser: every sub-command, with a description for its ``--help``."""
+    import argparse
+
+    from looptrap import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="looptrap",
+        description="Catch LLM agents in tool-call loops: replay recorded traces, run the demo, inspect stored "
+        "sessions, answer coding-agent CLI hooks, guard an MCP server.",
+    )
+    parser.add_argument("--version", action="version", version=f"looptrap {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "replay",
+        help="run a recorded trace (JSON Lines) through the guard",
+        description="Run a recorded trace (JSON Lines, format v1; plain, gzip or zstd) through the guard's "
+        "detectors and report, per session, when and why the guard would have intervened. See "
+        "docs/trace-format.md.",
+    )
+    p.add_argument("trace", help="trace file in format v1 (.gz and .zst are read as such), or - for stdin")
     p.add_argument("--json", action="store_true", help="one JSON object per session on stdout")
     p.add_argument("--skip-invalid", action="store_true", help="skip and count malformed lines instead of failing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the configuration file whose guard replays the trace (default: $LOOPTRAP_CONFIG, else looptrap.toml "
+        "or pyproject.toml found from the working directory upward, else the defaults)",
+    )
+    p.add_argument(
         "--jobs",
-        type=int,
-        default=0,
+        type=_jobs,
+        default=None,
         metavar="N",
-        help="processes to use (sessions are split between them); default: one per core, up to 4, for files "
-        "over 32 MiB, else 1",
+        help="processes to use, at least 1 (sessions are split between them); default: one per core, up to 4, "
+        "for files over 32 MiB, else 1; stdin and pipes are always read by one",
     )
 
-    d = sub.add_parser("demo", help="scripted agents stuck in each loop shape, with and without the guard")
-    d.add_argument("--json", action="store_true", help="machine-readable results")
+    d = sub.add_parser(
+        "demo",
+        help="scripted agents stuck in each loop shape, with and without the guard",
+        description="Run scripted agents, each stuck in one loop shape (and two healthy ones), without and "
+        "with the guard, and compare the tool calls they spend. No model or server needed.",
+    )
+    d.add_argument("--json", action="store_true", help="one JSON object per scenario")
 
-    h = sub.add_parser("hook", help="answer a coding-agent CLI's tool-call hook (reads its JSON on stdin)")
+    h = sub.add_parser(
+        "hook",
+        help="answer a coding-agent CLI's tool-call hook (reads its JSON on stdin)",
+        description="Answer a coding-agent CLI's tool-call hook: read its JSON payload on stdin, apply the "
+        "guard to the session, answer in the CLI's format. See docs/hooks.md.",
+    )
     h.add_argument("cli", choices=_HOOK_CLIS, help="the CLI that runs the hook")
     h.add_argument(
         "--store",
@@ -54,6 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where sessions live (default: $LOOPTRAP_STORE, else a SQLite file in the user's cache folder)",
     )
     h.add_argument("--session", help="one session id for every run (default: the CLI's session id)")
+    h.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the configuration file (default: $LOOPTRAP_CONFIG, else looptrap.toml or pyproject.toml found from "
+        "the working directory upward)",
+    )
     h.add_argument(
         "--fail-closed", action="store_true", help="block the tool call when the hook itself fails (default: allow)"
     )
@@ -63,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an MCP server over stdio that guards the one started by the command after --",
         usage="looptrap mcp-proxy [--store URL] [--session ID] [--report-tool NAME | --no-report-tool] "
         "[--fail-closed] -- COMMAND [ARGS...]",
+        description="An MCP server over stdio that starts the MCP server given after -- and guards its tool "
+        "calls: advice as error results, a report_blocked tool added. See docs/mcp-proxy.md.",
     )
     m.add_argument("--store", metavar="URL", help="keep the session in a store (default: in the proxy's memory)")
     m.add_argument(
@@ -77,24 +179,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         "upstream", nargs=argparse.REMAINDER, metavar="COMMAND", help="the upstream MCP server's command, after --"
     )
 
-    from looptrap.cli import sessions
+    from looptrap.cli import config, sessions
 
     sessions.add_parser(sub)
+    config.add_parser(sub)
+    _describe(parser)
+    return parser
 
-    args = parser.parse_args(words)
-    if args.command == "replay":
-        return _replay(args)
-    if args.command == "sessions":
-        return sessions.run(args)
-    if args.command == "mcp-proxy":
-        return _mcp_proxy(args, sessions.store_url)
-    if args.command == "hook":
-        from looptrap.integrations.hooks.base import main_io
 
-        return main_io(args.cli, sessions.store_url(args.store), args.session, args.fail_closed)
-    from looptrap.cli.demo import run_demo
+_DESCRIPTIONS = {
+    "looptrap sessions": "List, show or reset the sessions a store holds (the state of the hooks and of the MCP "
+    "proxy). --store takes the URLs of docs/stores.md; default: $LOOPTRAP_STORE, else the SQLite file in the "
+    "user's cache folder.",
+    "looptrap sessions list": "One line per session, oldest write first: calls, turns, escalation level (0 no "
+    "loop, 1 advised, 2 blocked), halt reason and last write.",
+    "looptrap sessions show": "One session's state: its counters, calls per tool, what the model said it "
+    "needed, and its recent calls with their flags (why a call was refused).",
+    "looptrap sessions reset": "Forget a session: its next call starts afresh (repetition memory, escalation, "
+    "halt and budgets).",
+}
 
-    return run_demo(as_json=args.json)
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Give every sub-command without a description one (argparse shows none): its own, else its help."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                text = _DESCRIPTIONS.get(sub.prog) or str(helps.get(name) or "")
+                if not sub.description and text:
+                    sub.description = text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+                _describe(sub)
 
 
 def _hook_fast(words: list[str]) -> int | None:
@@ -106,7 +223,7 @@ def _hook_fast(words: list[str]) -> int | None:
     it = iter(words)
     for w in it:
         name, eq, value = w.partition("=")
-        if name in ("--store", "--session"):
+        if name in ("--store", "--session", "--config"):
             got = value if eq else next(it, None)
             if not got:
                 return None
@@ -119,21 +236,34 @@ def _hook_fast(words: list[str]) -> int | None:
             return None
     if cli is None:
         return None
-    from looptrap.cli.sessions import store_url
-    from looptrap.integrations.hooks.base import main_io
-
-    store = opts.get("--store")
-    session = opts.get("--session")
-    return main_io(
+    store, session, config = (opts.get(k) for k in ("--store", "--session", "--config"))
+    return _hook(
         cli,
-        store_url(store if isinstance(store, str) else None),
+        store if isinstance(store, str) else None,
         session if isinstance(session, str) else None,
         bool(opts.get("--fail-closed")),
+        config if isinstance(config, str) else None,
     )
+
+
+def _hook(cli: str, store: str | None, session: str | None, fail_closed: bool, config: str | None) -> int:
+    """One hook event: through the resident server when one answers, else in this process (which starts
+    one for the next events)."""
+    from looptrap.cli.resident import answer
+
+    code, stdin = answer(cli, store, session, fail_closed, config)
+    if code is not None:
+        return code
+    from looptrap.integrations.hooks.base import main_io
+
+    return main_io(cli, store, session, fail_closed, config, stdin=stdin)
 
 
 def _mcp_proxy(args: argparse.Namespace, default_store: Callable[[str | None], str]) -> int:
     command = args.upstream[1:] if args.upstream[:1] == ["--"] else args.upstream
+    if not command:  # before the import: without a command, the mcp package is not what is missing
+        print("looptrap mcp-proxy: give the MCP server's command after --", file=sys.stderr)
+        return 2
     try:
         from looptrap.integrations.mcp_proxy import main as proxy_main
     except ImportError as exc:
@@ -149,16 +279,17 @@ def _mcp_proxy(args: argparse.Namespace, default_store: Callable[[str | None], s
 _PARALLEL_BYTES = 32 << 20  # files above this are replayed by several processes unless --jobs says otherwise
 
 
-def _progress(fh: IO[bytes]) -> Iterator[bytes]:
-    total = os.fstat(fh.fileno()).st_size
+def _progress(lines: Iterable[bytes], raw: IO[bytes]) -> Iterator[bytes]:
+    """A progress bar on stderr, from how far into the file (as stored: compressed or not) reading is."""
+    import time
+
+    total = os.fstat(raw.fileno()).st_size
     last = 0.0
-    done = 0
-    for line in fh:
-        done += len(line)
+    for line in lines:
         now = time.monotonic()
         if now - last > 0.2:
             last = now
-            pct = done / total if total else 0.0
+            pct = min(raw.tell() / total, 1.0) if total else 0.0
             bar = "#" * int(pct * 30)
             sys.stderr.write(f"\rreplaying [{bar:<30}] {pct:6.1%}")
             sys.stderr.flush()
@@ -169,35 +300,52 @@ def _progress(fh: IO[bytes]) -> Iterator[bytes]:
 def _replay(args: argparse.Namespace) -> int:
     import orjson
 
-    from looptrap.analysis.replay import Replayer, replay_file
-    from looptrap.analysis.trace import TraceError, iter_events
+    from looptrap.analysis.replay import replay_file
+    from looptrap.analysis.trace import TraceError
+    from looptrap.core.printable import one_line
+
+    def say(text: str) -> None:
+        print(one_line(text, 1000), file=sys.stderr)
 
     def warn(text: str) -> None:
-        print(f"looptrap: warning: {text}", file=sys.stderr)
+        say(f"looptrap: warning: {text}")
+
+    from looptrap.config_file import ConfigError, resolve
 
     try:
-        if args.trace == "-":
-            errors: list[TraceError] = []
-            replayer = Replayer(warn=warn)
-            for ev in iter_events("-", skip_invalid=args.skip_invalid, errors=errors):
-                replayer.feed(ev)
-            reports = replayer.reports()
-        else:
-            try:
-                size = os.path.getsize(args.trace)
-            except OSError as exc:
-                print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
-                return 2
-            jobs = args.jobs if args.jobs > 0 else (min(os.cpu_count() or 1, 4) if size > _PARALLEL_BYTES else 1)
-            progress = _progress if sys.stderr.isatty() and not args.no_progress else None
-            reports, errors = replay_file(
-                args.trace, jobs=jobs, skip_invalid=args.skip_invalid, warn=warn, lines=progress
-            )
+        settings = resolve(args.config)
+    except ConfigError as exc:
+        say(f"looptrap: {exc}")
+        return 2
+    name = "stdin" if args.trace == "-" else args.trace
+    if args.trace == "-" and sys.stdin is None:
+        say("looptrap: stdin is closed: nothing to replay (give a trace file, or pipe one into -)")
+        return 2
+    try:
+        info = None if args.trace == "-" else os.stat(args.trace)
+    except OSError as exc:
+        say(f"looptrap: cannot read {name}: {exc.strerror}")
+        return 2
+    import stat
+
+    regular = info is not None and stat.S_ISREG(info.st_mode)  # else stdin, a pipe, a FIFO: readable once
+    size = info.st_size if info is not None and regular else 0
+    jobs = args.jobs
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, 4) if size > _PARALLEL_BYTES else 1
+    elif jobs > 1 and not regular:
+        warn(f"{name} is not a regular file (stdin, a pipe): one process reads it, --jobs {jobs} not applied")
+        jobs = 1
+    progress = _progress if regular and sys.stderr.isatty() and not args.no_progress else None
+    try:
+        reports, errors = replay_file(
+            args.trace, jobs=jobs, skip_invalid=args.skip_invalid, warn=warn, lines=progress, config=settings.guard
+        )
     except TraceError as exc:
-        print(f"{exc.where}: {exc.reason}", file=sys.stderr)
+        say(f"{exc.where}: {exc.reason}")
         return 2
     except OSError as exc:
-        print(f"looptrap: cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
+        say(f"looptrap: cannot read {name}: {exc.strerror or exc}")
         return 2
     out = sys.stdout
     if args.json:
@@ -205,28 +353,35 @@ def _replay(args: argparse.Namespace) -> int:
             out.write(orjson.dumps(r.to_dict()).decode() + "\n")
     else:
         _table(reports, out)
+    out.flush()  # a reader that went away is found here, not at exit
     if errors:
-        print(f"looptrap: skipped {len(errors)} invalid line(s); first: {errors[0]}", file=sys.stderr)
+        say(f"looptrap: skipped {len(errors)} invalid line(s); first: {errors[0]}")
     return 0
 
 
-def _table(reports: list, out: IO[str]) -> None:  # type: ignore[type-arg]
+def _table(reports: list[SessionReport], out: IO[str]) -> None:
+    """One row per session, then a summary; every cell made printable, on one line, at most 60 characters."""
+    from looptrap.core.printable import one_line
+
     rows = [("session", "calls", "first intervention", "halted at", "signals")]
     for r in reports:
         fi = r.first_intervention
         ha = r.halted_at
+        first = "-"
+        if fi:
+            first = f"#{fi['call_index']} {fi['action']} {fi['reason']}" + (f" ({fi['tool']})" if fi["tool"] else "")
         rows.append(
             (
-                r.session,
+                one_line(r.session, 60),
                 str(r.tool_calls),
-                f"#{fi['call_index']} {fi['action']} {fi['reason']}" if fi else "-",
-                f"#{ha['call_index']} {ha['reason']}" if ha else "-",
+                one_line(first, 60),
+                one_line(f"#{ha['call_index']} {ha['reason']}", 60) if ha else "-",
                 str(len(r.signals)),
             )
         )
-    widths = [min(max(len(row[i]) for row in rows), 60) for i in range(5)]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
-        out.write("  ".join(cell[:60].ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() + "\n")
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
     n = len(reports)
     calls = sum(r.tool_calls for r in reports)
     hit = sum(1 for r in reports if r.first_intervention)

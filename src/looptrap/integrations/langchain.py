@@ -6,15 +6,18 @@
 
 Advice and blocks reach the model as the tool's result, ``ToolMessage(status="error")``, without running the
 tool; a halt raises :class:`looptrap.LoopHalted` out of ``invoke`` / ``ainvoke`` (``on_halt="raise"``) or ends
-the run with a final ``AIMessage`` that gives the reason (``on_halt="end"``). In a hand-built LangGraph graph
-the same middleware wraps a ``ToolNode``:
-``ToolNode(tools, wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call)``.
+the run with a final ``AIMessage`` that gives the reason (``on_halt="end"``); either way the halted calls are
+answered first, so a checkpointed thread stays valid for the next user message. In a hand-built LangGraph
+graph the same middleware wraps a ``ToolNode``:
+``ToolNode(tools, wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call)``; there each new
+invocation that brings new input is a new task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -35,7 +38,18 @@ __all__ = ["LooptrapMiddleware"]
 
 OnHalt = Literal["raise", "end"]
 ToolResult = ToolMessage | Command[Any]
-_MARKS = 10_000  # threads whose last message seen is remembered (so each human message is heard once)
+_MARKS = 10_000  # threads whose last message seen (and last invocation) is remembered
+_DEFAULT_WRITER = Runtime().stream_writer  # a Runtime's outside a graph run: the same for every call
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _remember(marks: dict[K, V], key: K, value: V) -> None:
+    """``marks[key] = value``, the newest last, forgetting the oldest key beyond ``_MARKS``."""
+    marks.pop(key, None)
+    if len(marks) >= _MARKS:
+        del marks[next(iter(marks))]
+    marks[key] = value
 
 
 def _thread_id(runtime: Any) -> str | None:
@@ -52,6 +66,47 @@ def _thread_id(runtime: Any) -> str | None:
         if isinstance(config, Mapping):
             tid = (config.get("configurable") or {}).get("thread_id")
     return None if tid is None else str(tid)
+
+
+def _invocation(runtime: Any) -> object | None:
+    """What identifies the graph invocation (one ``invoke`` / ``stream`` call) a node or a tool call runs in:
+    the run id when the caller gave one (``config["run_id"]``), else the invocation's stream writer (LangGraph
+    makes a new one per invocation; a subgraph shares its parent's); ``None`` outside a graph run."""
+    run_id = getattr(getattr(runtime, "execution_info", None), "run_id", None)
+    if run_id:
+        return str(run_id)
+    writer = getattr(runtime, "stream_writer", None)
+    return None if writer is None or writer is _DEFAULT_WRITER else writer
+
+
+def _messages(state: Any) -> Sequence[Any]:
+    """The messages of a graph's state (a ``messages`` key or attribute, or the state itself as a list)."""
+    found = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", state)
+    return found if isinstance(found, Sequence) and not isinstance(found, (str, bytes)) else ()
+
+
+def _asking(messages: Sequence[Any], call_id: str | None) -> int | None:
+    """The index of the model message that asked for the tool call ``call_id``."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls):
+            return i
+    return None
+
+
+def _answers_new_input(messages: Sequence[Any], at: int | None) -> bool:
+    """Whether the model message ``messages[at]`` is the first to ask for tools since the last input (a
+    message neither the model's nor a tool's: the user's, a system prompt), or since the start; ``True``
+    when that cannot be told."""
+    if at is None:
+        return True
+    for m in reversed(messages[:at]):
+        if isinstance(m, AIMessage):
+            if m.tool_calls:
+                return False
+        elif not isinstance(m, ToolMessage):
+            return True
+    return True
 
 
 def _outcome(out: Any, call_id: str | None) -> tuple[Any, bool]:
@@ -79,8 +134,10 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
     (one session per LangGraph thread, ``config["configurable"]["thread_id"]``; runs without one share the
     session ``"default"``); by default a new ``GuardPool()``. ``on_halt="raise"`` raises
     :class:`~looptrap.LoopHalted` out of the run; ``"end"`` ends it with a final ``AIMessage`` whose
-    ``response_metadata["looptrap"]`` holds the halting verdict. Each run started with new input is a new
-    task for its session (repetition memory starts over, budgets do not), and every human message the run
+    ``response_metadata["looptrap"]`` holds the halting verdict; either way the calls the halt left open are
+    answered with the halt message first, so the thread stays valid. Each run started with new input is a new
+    task for its session (repetition memory starts over, budgets do not; in a hand-built graph, the first
+    tool call of an invocation whose model message answers new input), and every human message the run
     sees (its input, and any added later in the run) is the user's input, heard once. Each model call ends
     a turn with the model's token usage (turn, token and cost budgets apply), and the tool calls of one
     model message share one step of the escalation ladder. When the guard's
@@ -97,6 +154,9 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.report_tool: str | None = config.report_tool
         self.tools: list[BaseTool] = []
         self._marks: dict[str | None, str] = {}  # thread -> id of the last message heard up to
+        self._runs: dict[str | None, object] = {}  # thread -> the invocation its last tool call ran in
+        self._runs_lock = threading.Lock()
+        self._agent = False  # the agent hooks ran: create_agent starts tasks and raises halts itself
         if self.report_tool:
             self.tools.append(
                 StructuredTool.from_function(
@@ -117,16 +177,35 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
     def _check(self, request: ToolCallRequest) -> tuple[Guard, ToolMessage | None]:
         """The call's guard and, when the call must not run, the tool message that answers it."""
         call = request.tool_call
-        guard = self.guard_for(_thread_id(request.runtime))
+        thread = _thread_id(request.runtime)
+        guard = self.guard_for(thread)
+        if not self._agent:
+            self._new_invocation(thread, guard, request)
         if call["name"] == self.report_tool:
             verdict = guard.handle_report_blocked(call["args"])
         else:
             verdict = guard.check(call["name"], call["args"])
             if verdict.allowed:
                 return guard, None
-        if verdict.action == "halt" and self.on_halt == "raise":
-            raise LoopHalted(verdict)
+        if verdict.action == "halt" and self.on_halt == "raise" and not self._agent:
+            raise LoopHalted(verdict)  # a hand-built graph; create_agent raises after answering (after_agent)
         return guard, ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error")
+
+    def _new_invocation(self, thread: str | None, guard: Guard, request: ToolCallRequest) -> None:
+        """A hand-built graph: the first tool call of a new invocation is a new task, when its model message
+        answers new input (a resume after an interrupt, or a human message added by a node inside the run,
+        goes on with the task)."""
+        messages = _messages(request.state)
+        at = _asking(messages, request.tool_call["id"])
+        run = _invocation(request.runtime)
+        if run is None:  # outside a graph run: each model message may be a new invocation
+            run = ("message", None if at is None else (messages[at].id or at))
+        with self._runs_lock:  # once per invocation, before any of its calls is checked
+            if thread in self._runs and self._runs[thread] == run:
+                return
+            _remember(self._runs, thread, run)
+            if _answers_new_input(messages, at):
+                guard.new_task()
 
     def _record(self, guard: Guard, request: ToolCallRequest, out: ToolResult) -> ToolResult:
         call = request.tool_call
@@ -167,14 +246,16 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     # -- the agent loop -----------------------------------------------------------------------------
     def _stop(self, verdict: Verdict, messages: list[AnyMessage]) -> dict[str, Any]:
-        """Raise, or end the run: answer the tool calls still open, then a final message with the reason."""
-        if self.on_halt == "raise":
-            raise LoopHalted(verdict)
+        """End the run: answer the tool calls still open with the halt message, then (``on_halt="end"``) a
+        final message with the reason; ``on_halt="raise"`` raises in :meth:`after_agent`, once the answers
+        are in the thread."""
         out: list[AnyMessage] = []
         last = messages[-1] if messages else None
         if isinstance(last, AIMessage):
             for call in last.tool_calls:
                 out.append(ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error"))
+        if self.on_halt == "raise":
+            return {"messages": out, "jump_to": "end"}
         reason = verdict.reason or "halt"
         text = f"Run halted by looptrap ({reason})." + (f" {verdict.summary}" if verdict.summary else "")
         meta = {"reason": reason, "kind": verdict.kind, "message": verdict.message, "summary": verdict.summary}
@@ -183,7 +264,16 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """A run with new input is a new task."""
+        self._agent = True
         self.guard_for(_thread_id(runtime)).new_task()
+        return None
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """``on_halt="raise"``: raise :class:`~looptrap.LoopHalted` once the run has ended halted (the calls
+        the halt left open are answered by then, and kept by a checkpointer)."""
+        verdict = self.guard_for(_thread_id(runtime)).halted if self.on_halt == "raise" else None
+        if verdict is not None:
+            raise LoopHalted(verdict)
         return None
 
     def _hear(self, thread: str | None, guard: Guard, messages: list[AnyMessage], upto: int) -> None:
@@ -204,15 +294,13 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 guard.user_message(m.text or None)
         last = messages[-1].id if messages else None
         if last is not None:
-            self._marks.pop(thread, None)
-            if len(self._marks) >= _MARKS:
-                del self._marks[next(iter(self._marks))]
-            self._marks[thread] = last
+            _remember(self._marks, thread, last)
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Hear the human messages new since the last model call; stop before calling the model again once
         the session is halted."""
+        self._agent = True
         thread = _thread_id(runtime)
         guard, messages = self.guard_for(thread), state["messages"]
         self._hear(thread, guard, messages, len(messages))
@@ -225,6 +313,7 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         before the call (an interrupt before the model); stop if that halts the session."""
         messages = state["messages"]
         last = messages[-1] if messages else None
+        self._agent = True
         if not isinstance(last, AIMessage):
             return None
         thread = _thread_id(runtime)
@@ -241,6 +330,10 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
     async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """See :meth:`before_agent`."""
         return self.before_agent(state, runtime)
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """See :meth:`after_agent`."""
+        return self.after_agent(state, runtime)
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
