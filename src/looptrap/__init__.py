@@ -4,9 +4,8 @@ Start with :class:`Guard`: ``check`` before a tool call, ``record`` after it, ``
 State shared across processes lives in a store (:mod:`looptrap.stores`).
 """
 
-import typing as _typing
-
-if _typing.TYPE_CHECKING:  # the names below are imported on first use (a hook process pays only for what it uses)
+_TYPE_CHECKING = False  # not typing's: `import looptrap` imports nothing until a name is used
+if _TYPE_CHECKING:  # the names below are imported on first use (a hook process pays only for what it uses)
     from looptrap.core import outcome
     from looptrap.core.budgets import Budgets
     from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
@@ -73,7 +72,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
+def __getattr__(name: str) -> object:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'looptrap' has no attribute {name!r}")

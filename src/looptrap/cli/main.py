@@ -161,8 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser(
         "mcp-proxy",
         help="an MCP server over stdio that guards the one started by the command after --",
-        usage="looptrap mcp-proxy [--store URL] [--session ID] [--report-tool NAME | --no-report-tool] "
-        "[--fail-closed] -- COMMAND [ARGS...]",
+        usage="looptrap mcp-proxy [--store URL] [--session ID] [--config FILE] [--report-tool NAME | "
+        "--no-report-tool] [--fail-closed] -- COMMAND [ARGS...]",
         description="An MCP server over stdio that starts the MCP server given after -- and guards its tool "
         "calls: advice as error results, a report_blocked tool added. See docs/mcp-proxy.md.",
     )
@@ -172,7 +172,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="session id shared by every proxy that names it (default: one session per proxy process; with "
         "--session and no --store, the SQLite file in the user's cache folder)",
     )
-    m.add_argument("--report-tool", default="report_blocked", metavar="NAME", help="name of the added tool")
+    m.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the configuration file (default: $LOOPTRAP_CONFIG, else looptrap.toml or pyproject.toml found from "
+        "the working directory upward)",
+    )
+    m.add_argument(
+        "--report-tool",
+        metavar="NAME",
+        help="name of the added tool (default: the configuration file's report_tool, else report_blocked)",
+    )
     m.add_argument("--no-report-tool", action="store_true", help="do not add the report_blocked tool")
     m.add_argument("--fail-closed", action="store_true", help="halt calls when the guard or its store fails")
     m.add_argument(
@@ -269,10 +279,22 @@ def _mcp_proxy(args: argparse.Namespace, default_store: Callable[[str | None], s
     except ImportError as exc:
         print(f"looptrap mcp-proxy needs the mcp package: pip install 'looptrap[mcp]' ({exc})", file=sys.stderr)
         return 2
-    store = args.store or (default_store(None) if args.session else None)
-    report_tool = None if args.no_report_tool else args.report_tool
+    from looptrap.config_file import ConfigError, resolve
+
+    try:
+        settings = resolve(args.config)
+    except ConfigError as exc:
+        print(f"looptrap mcp-proxy: {exc}", file=sys.stderr)
+        return 2
+    store = args.store or settings.store or (default_store(None) if args.session else None)
+    report_tool = None if args.no_report_tool else (args.report_tool or settings.guard.report_tool)
     return proxy_main(
-        command, store_url=store, session_id=args.session, report_tool=report_tool, fail_closed=args.fail_closed
+        command,
+        store_url=store,
+        session_id=args.session,
+        report_tool=report_tool,
+        fail_closed=args.fail_closed,
+        config=settings.guard,
     )
 
 
