@@ -57,10 +57,10 @@ class Rate(Detector):
         if call.at is None or call.batched or not slot or len(slot) < n - 1 or type(slot[0]) is not list:
             return None
         recent = slot[-(n - 1) :]
-        window = [*(t for t, _ in recent), call.at]
-        span = window[-1] - window[0]
+        span = call.at - recent[0][0]
         if span * self.max_per_second >= n - 1:
-            return None
+            return None  # the common case: not fast (decided before any loop over the window)
+        window = [*(t for t, _ in recent), call.at]
         gaps = [b - a for a, b in itertools.pairwise(window)]
         fruitless = int(sum(f for _, f in recent))
         stats = {
