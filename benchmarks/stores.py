@@ -5,8 +5,9 @@
 1. One process: ``check`` + ``record`` pairs per second and p50/p99 latency of ``check`` and of ``record``,
    for a ``Guard()`` without a store (the in-memory default, the baseline of the same run), ``MemoryStore``,
    ``SQLiteStore`` (a real file) and ``RedisStore`` (a real ``redis-server`` started on a free loopback port).
-2. Several processes: 4 processes with a session each (a fleet), and 4 processes on one shared session
-   (the worst case: every write conflicts or waits), total pairs per second.
+2. Several processes: 4 processes with a session each (a fleet), and 4 and 8 processes on one shared
+   session (the worst case: every write contends for it), total pairs per second. Each run starts its own
+   session.
 3. The Claude Code hook: wall time per event of ``looptrap hook claude-code`` as a fresh process (as Claude
    Code runs it), beside ``python -c pass`` from the same run.
 
@@ -69,7 +70,7 @@ def run_session(make_guard: Callable[[], Guard], n: int, tag: str) -> tuple[list
         checks.append(t1 - t0)
         records.append(t2 - t1)
     elapsed = clock() - start
-    assert guard.store_errors == 0, "the store failed during the benchmark"
+    assert guard.store_errors == 0, f"the store failed during the benchmark: {guard.last_store_error}"
     return checks, records, elapsed
 
 
@@ -111,6 +112,8 @@ def redis_server() -> Iterator[str | None]:
 def _worker(url: str | None, session: str, n: int, tag: str, out: Any) -> None:
     store = open_store(url) if url else None
     _, _, elapsed = run_session(lambda: Guard(store=store, session=session, clock=None), n, tag)
+    if store is not None:
+        store.close()
     out.put(elapsed)
 
 
@@ -119,7 +122,8 @@ def several(url: str | None, n: int, shared: bool, procs: int = 4) -> float:
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
     workers = [
-        ctx.Process(target=_worker, args=(url, "shared" if shared else f"s{i}", n, f"w{i}", q)) for i in range(procs)
+        ctx.Process(target=_worker, args=(url, f"shared-{procs}" if shared else f"s{i}", n, f"w{i}", q))
+        for i in range(procs)
     ]
     for w in workers:
         w.start()
@@ -130,35 +134,43 @@ def several(url: str | None, n: int, shared: bool, procs: int = 4) -> float:
     return procs * n / busy
 
 
-def hook_times(events: int, tmp: str) -> tuple[list[float], list[float], list[float]]:
-    """Wall time per hook event, per bare ``python -c pass`` and per ``python -c 'import looptrap'``, interleaved."""
+def hook_times(events: int, tmp: str) -> dict[str, list[float]]:
+    """Wall time per hook event, with the resident hook server (the default) and without it
+    (``LOOPTRAP_HOOK_SERVER=0``: every event imports and runs the engine), beside ``python -c pass`` and
+    ``python -c 'import looptrap'``, all interleaved."""
     # An installed package has its bytecode compiled (pip does it); an editable checkout may not, and
     # PYTHONDONTWRITEBYTECODE would make every hook process compile the sources again.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "looptrap")], check=True)
-    env = {**os.environ, "LOOPTRAP_STORE": f"sqlite:///{tmp}/hook.db"}
+    runtime = Path(tmp) / "run"
+    runtime.mkdir(mode=0o700)
+    base = {**os.environ, "LOOPTRAP_STORE": f"sqlite:///{tmp}/hook.db", "XDG_RUNTIME_DIR": str(runtime)}
+    envs = {
+        "resident": {**base, "LOOPTRAP_HOOK_SERVER": "1", "LOOPTRAP_HOOK_SERVER_IDLE": "5"},
+        "in-process": {**base, "LOOPTRAP_HOOK_SERVER": "0"},
+    }
     pre = (HOOK_DATA / "pre_read.json").read_bytes()
     post = (HOOK_DATA / "post_read.json").read_bytes()
-    hook: list[float] = []
-    bare: list[float] = []
-    imports: list[float] = []
-    cmd = [sys.executable, "-m", "looptrap.cli.main", "hook", "claude-code"]
-    for i in range(events):
+    times: dict[str, list[float]] = {"resident": [], "in-process": [], "bare": [], "imports": []}
+    cmd = [sys.executable, "-m", "looptrap", "hook", "claude-code"]
+    for i in range(events + 2):  # the first two events start the resident server: not counted
         data = json.loads(pre if i % 2 == 0 else post)
         data["tool_input"]["file_path"] += f".{i // 2}"  # distinct reads of distinct files: a healthy session
         if "tool_response" in data:
             data["tool_response"]["file"]["content"] += f"# file {i // 2}\n"
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, input=json.dumps(data).encode(), capture_output=True, env=env)
-        hook.append(time.perf_counter() - t0)
-        assert proc.returncode == 0, proc
-        assert not proc.stdout, proc
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        bare.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import looptrap"], check=True)
-        imports.append(time.perf_counter() - t0)
-    return hook, bare, imports
+        for mode, env in envs.items():
+            data["session_id"] = f"bench-{mode}"
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, input=json.dumps(data).encode(), capture_output=True, env=env)
+            if i >= 2:
+                times[mode].append(time.perf_counter() - t0)
+            assert proc.returncode == 0, proc
+            assert not proc.stdout, proc
+        for name, code in (("bare", "pass"), ("imports", "import looptrap")):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            if i >= 2:
+                times[name].append(time.perf_counter() - t0)
+    return times
 
 
 def main() -> None:
@@ -168,7 +180,7 @@ def main() -> None:
     n = 500 if opts.quick else 3000
     events = 20 if opts.quick else 60
 
-    rows: list[tuple[str, str, str, str, str, str]] = []
+    rows: list[tuple[str, ...]] = []
     with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_url:
         backends: list[tuple[str, str | None]] = [
             ("no store (in-memory default)", None),
@@ -188,8 +200,10 @@ def main() -> None:
             checks, records, elapsed = run_session(make("one"), n, "p")
             rate = n / elapsed
             base_rate = base_rate or rate
-            fleet = several(url, n // 2, shared=False) if url and not url.startswith("memory") else None
-            shared = several(url, n // 2, shared=True) if url and not url.startswith("memory") else None
+            multi = url is not None and not url.startswith("memory")
+            fleet = several(url, n // 2, shared=False) if multi else None
+            shared = several(url, n // 2, shared=True) if multi else None
+            shared8 = several(url, n // 2, shared=True, procs=8) if multi else None
             rows.append(
                 (
                     name,
@@ -198,27 +212,33 @@ def main() -> None:
                     f"{us(pct(records, 0.5))} / {us(pct(records, 0.99))}",
                     f"{fleet:,.0f}/s" if fleet else "-",
                     f"{shared:,.0f}/s" if shared else "-",
+                    f"{shared8:,.0f}/s" if shared8 else "-",
                 )
             )
-        hook, bare, imports = hook_times(events, tmp)
+        hook = hook_times(events, tmp)
 
     print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; {n} pairs per run")
     print()
     print(
         "| backend | check+record pairs, 1 process (vs no store) | check p50 / p99 | record p50 / p99 |"
-        " 4 processes, a session each | 4 processes, one session |"
+        " 4 processes, a session each | 4 processes, one session | 8 processes, one session |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print()
-    h50, h90 = statistics.median(hook), pct(hook, 0.9)
-    b50, i50 = statistics.median(bare), statistics.median(imports)
-    print("| per event (fresh process) | median | p90 |")
-    print("|---|---|---|")
-    print(f"| `looptrap hook claude-code`, SQLite store | **{h50 * 1e3:.0f} ms** | {h90 * 1e3:.0f} ms |")
-    print(f"| `python -c 'import looptrap'` (same run) | {i50 * 1e3:.0f} ms | {pct(imports, 0.9) * 1e3:.0f} ms |")
-    print(f"| `python -c pass` (same run) | {b50 * 1e3:.0f} ms | {pct(bare, 0.9) * 1e3:.0f} ms |")
+    bare = statistics.median(hook["bare"])
+    print("| per event (fresh process, SQLite store) | median | p90 | median / `python -c pass` |")
+    print("|---|---|---|---|")
+    for label, key in (
+        ("`looptrap hook claude-code` (resident server, the default)", "resident"),
+        ("`looptrap hook claude-code`, `LOOPTRAP_HOOK_SERVER=0`", "in-process"),
+        ("`python -c 'import looptrap'`", "imports"),
+        ("`python -c pass`", "bare"),
+    ):
+        t = hook[key]
+        med = statistics.median(t)
+        print(f"| {label} | {med * 1e3:.0f} ms | {pct(t, 0.9) * 1e3:.0f} ms | {med / bare:.1f}x |")
     if not redis_url:
         print("\n(redis-server not found: no Redis row)")
 

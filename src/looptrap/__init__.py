@@ -2,6 +2,9 @@
 
 Start with :class:`Guard`: ``check`` before a tool call, ``record`` after it, ``end_turn`` once per turn.
 State shared across processes lives in a store (:mod:`looptrap.stores`).
+
+PYTEST_DONT_REWRITE: the package ships a pytest plugin, for which pytest would rewrite this module's
+asserts (and warn when it was imported before the plugin loaded).
 """
 
 _TYPE_CHECKING = False  # not typing's: `import looptrap` imports nothing until a name is used

@@ -1,31 +1,48 @@
-"""``looptrap sessions list|show|reset``: inspect the sessions a store holds."""
+"""``looptrap sessions list|show|reset``: inspect the sessions a store holds.
+
+None of them creates a store: a SQLite file that does not exist holds no sessions. Everything shown from a
+state (session ids, tool names, what the model said) goes through :mod:`looptrap.core.printable`, so no
+terminal escape or fake table row reaches the terminal; ``--json`` output escapes the same characters.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
-from typing import IO, TYPE_CHECKING
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from looptrap.core.printable import one_line
 from looptrap.core.state import Flag, SessionState
 
 if TYPE_CHECKING:
     import argparse
 
+    from looptrap.stores.base import SessionInfo
+
 __all__ = ["add_parser", "run", "store_url"]
 
 _FLAGS = [(v, k.lower()) for k, v in vars(Flag).items() if isinstance(v, int) and not k.startswith("_")]
+# Characters orjson writes as they are that a terminal may act on (DEL, C1 controls, bidirectional and
+# invisible format characters, line separators): written as \\u escapes, the JSON means the same.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_CELL = 48  # characters of a table cell
 
 
-def store_url(given: str | None) -> str:
-    """``--store``, else ``$LOOPTRAP_STORE``, else the SQLite file in the user's cache folder."""
+def store_url(given: str | None, configured: str | None = None) -> str:
+    """``--store``, else ``$LOOPTRAP_STORE``, else the configuration file's ``store`` (``configured``), else
+    the SQLite file in the user's cache folder: the order the hooks use."""
     if given:
         return given
     env = os.environ.get("LOOPTRAP_STORE")
     if env:
         return env
+    if configured:
+        return configured
     from looptrap.stores.sqlite import default_path
 
     return f"sqlite:///{default_path()}"
@@ -35,8 +52,14 @@ def add_store_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
         metavar="URL",
-        help="sqlite:///path, redis://host:port/db or memory:// (default: $LOOPTRAP_STORE, else a SQLite file "
-        "in the user's cache folder)",
+        help="sqlite:///path, redis://host:port/db or memory:// (default: $LOOPTRAP_STORE, else the configuration "
+        "file's store, else a SQLite file in the user's cache folder)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the configuration file whose store to use (default: $LOOPTRAP_CONFIG, else looptrap.toml or "
+        "pyproject.toml's [tool.looptrap] from here upward)",
     )
 
 
@@ -56,74 +79,111 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace, out: IO[str] = sys.stdout) -> int:
-    from looptrap.stores import StoreError, open_store
+    """Run one ``sessions`` command; returns the exit code. Output is flushed here, so that a reader that
+    went away (``| head -1``) raises ``BrokenPipeError`` inside the command, which ``looptrap``'s entry
+    point ends quietly, not at interpreter exit."""
+    code = _run(args, out)
+    out.flush()
+    return code
 
+
+def _run(args: argparse.Namespace, out: IO[str]) -> int:
+    from looptrap.stores import SQLiteStore, StoreError, open_store
+    from looptrap.stores.url import redact
+
+    configured = None
+    if not args.store and not os.environ.get("LOOPTRAP_STORE"):
+        from looptrap.config_file import ConfigError, resolve
+
+        try:
+            configured = resolve(args.config).store
+        except ConfigError as exc:
+            return _error(str(exc), 2)
+    url = store_url(args.store, configured)
+    shown = redact(url)
     try:
-        store = open_store(store_url(args.store))
+        store = open_store(url, create=False)  # inspecting a store never creates one
     except (ValueError, ImportError) as exc:
-        print(f"looptrap: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc), 2)
     try:
         if args.action == "list":
+            if isinstance(store, SQLiteStore) and not os.path.exists(store.path):
+                print(f"looptrap: no store at {shown} yet", file=sys.stderr)
             return _list(store.sessions(), args.json, out)
+        session = args.session
         if args.action == "show":
-            snap = store.load(args.session)
+            snap = store.load(session)
             if snap is None:
-                print(f"looptrap: no session {args.session!r} in {store_url(args.store)}", file=sys.stderr)
-                return 1
+                return _error(f"no session {one_line(session, 80)!r} in {shown}", 1)
             if args.json:
-                out.write(orjson.dumps({"session": args.session, "rev": snap.rev, **snap.state.to_dict()}).decode())
-                out.write("\n")
+                out.write(_json({"session": session, "rev": snap.rev, **snap.state.to_dict()}))
             else:
-                _show(args.session, snap.rev, snap.state, out)
+                _show(session, snap.rev, snap.state, out)
             return 0
-        if store.delete(args.session):
-            out.write(f"reset session {args.session}\n")
+        if store.delete(session):
+            out.write(f"reset session {one_line(session, 512)}\n")
             return 0
-        print(f"looptrap: no session {args.session!r} in {store_url(args.store)}", file=sys.stderr)
-        return 1
-    except (StoreError, ValueError) as exc:  # unreachable store, or state of another format version
-        print(f"looptrap: {exc}", file=sys.stderr)
-        return 2
+        return _error(f"no session {one_line(session, 80)!r} in {shown}", 1)
+    except (StoreError, ValueError) as exc:  # unreachable store, or an unreadable state (the message says so)
+        return _error(str(exc), 2)
     finally:
         store.close()
 
 
-def _list(infos: object, as_json: bool, out: IO[str]) -> int:
-    from looptrap.stores.base import SessionInfo
+def _error(message: str, code: int) -> int:
+    print(f"looptrap: {one_line(message, 1000)}", file=sys.stderr)
+    return code
 
-    rows: list[SessionInfo] = sorted(infos, key=lambda i: i.updated or 0)  # type: ignore[call-overload]
+
+def _json(obj: Any) -> str:
+    text = orjson.dumps(obj).decode()
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+def _list(infos: Iterable[SessionInfo], as_json: bool, out: IO[str]) -> int:
+    rows = sorted(infos, key=lambda i: i.updated or 0)
     if as_json:
         for i in rows:
-            out.write(orjson.dumps(i._asdict()).decode() + "\n")
+            d = i._asdict()
+            if d["error"] is None:
+                del d["error"]
+            out.write(_json(d))
         return 0
     table = [("session", "calls", "turns", "level", "halted", "updated")]
+    bad = 0
     for i in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.updated)) if i.updated else "-"
-        table.append((i.session, str(i.calls), str(i.turn), str(i.level), i.halted or "-", when))
-    widths = [min(max(len(r[c]) for r in table), 48) for c in range(len(table[0]))]
+        if i.error is not None:
+            bad += 1
+            table.append((one_line(i.session, _CELL), "?", "?", "?", "UNREADABLE", when))
+        else:
+            halted = one_line(i.halted, _CELL) if i.halted else "-"
+            table.append((one_line(i.session, _CELL), str(i.calls), str(i.turn), str(i.level), halted, when))
+    widths = [max(len(r[c]) for r in table) for c in range(len(table[0]))]
     for r in table:
-        out.write("  ".join(cell[:48].ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() + "\n")
-    out.write(f"\n{len(rows)} session(s)\n")
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    out.write(f"\n{len(rows)} session(s)")
+    out.write(f", {bad} unreadable (`looptrap sessions show SESSION` says why)\n" if bad else "\n")
     return 0
 
 
 def _show(session: str, rev: int, s: SessionState, out: IO[str]) -> None:
-    out.write(f"session   {session} (revision {rev}, run {s.run_id})\n")
+    out.write(f"session   {one_line(session, 512)} (revision {rev}, run {one_line(s.run_id, 512)})\n")
     out.write(f"calls     {s.calls} in {s.turn} turn(s), task {s.task}, {len(s.pending)} awaiting a result\n")
     out.write(f"level     {s.level} (0: no loop; then advised, blocked)\n")
     if s.halted:
-        out.write(f"halted    {s.halted.get('reason')}: {s.halted.get('message', '')}\n")
+        reason, message = s.halted.get("reason"), s.halted.get("message", "")
+        out.write(f"halted    {one_line(str(reason), 80)}: {one_line(str(message), 500)}\n")
     if s.tokens or s.cost:
         out.write(f"usage     {s.tokens} tokens, ${s.cost:.4f}\n")
     if s.per_tool:
-        out.write("per tool  " + ", ".join(f"{t} {n}" for t, n in sorted(s.per_tool.items(), key=lambda x: -x[1])))
-        out.write("\n")
+        tools = sorted(s.per_tool.items(), key=lambda x: -x[1])
+        out.write("per tool  " + ", ".join(f"{one_line(t, 128)} {n}" for t, n in tools) + "\n")
     if s.needed:
-        out.write("needed    " + "; ".join(s.needed) + "\n")
+        out.write("needed    " + "; ".join(one_line(n, 500) for n in s.needed) + "\n")
     if s.history:
         out.write("recent calls (oldest first):\n")
         for e in s.history:
             flags = ",".join(name for bit, name in _FLAGS if e.flags & bit) or "-"
-            preview = s.previews.get(e.digest, e.tool)
-            out.write(f"  #{e.call_index:<5} {preview[:70]:<70}  {flags}\n")
+            preview = one_line(s.previews.get(e.digest, e.tool), 70)
+            out.write(f"  #{e.call_index:<5} {preview:<70}  {flags}\n")

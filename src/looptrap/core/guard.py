@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -58,6 +59,7 @@ class _GuardBase:
         logger: logging.Logger | None = None,
         session: str | None = None,
         on_store_error: StoreErrorPolicy = "open",
+        store: Store | AsyncStore | None = None,
         **options: Any,
     ) -> None:
         if isinstance(config, Engine):
@@ -65,6 +67,8 @@ class _GuardBase:
         else:
             cfg = config or GuardConfig()
             engine = Engine(cfg.replace(**options) if options else cfg)
+        if store is not None and "previews" not in options and not store.previews and engine.config.previews:
+            engine = _without_previews(engine)  # a store that persists states keeps digests unless asked
         if on_store_error not in ("open", "closed"):
             raise ValueError(f"on_store_error must be 'open' or 'closed', got {on_store_error!r}")
         self._engine = engine
@@ -78,6 +82,7 @@ class _GuardBase:
         self.session: str = session or self._state.run_id
         self.on_store_error: StoreErrorPolicy = on_store_error
         self.store_errors = 0  # operations the store could not apply
+        self.last_store_error: str | None = None  # why the last one failed (no password: see looptrap.stores)
         self._store_warned = float("-inf")
         self._snap: Snapshot | None = None
         self._pending: dict[tuple[str, int], tuple[Any, Call]] = {}
@@ -201,25 +206,40 @@ class _GuardBase:
         return partial(self._engine.report_blocked, tried=list(tried), needed=needed)
 
     def _reported(self, got: Verdict | _Failed, tried: Iterable[str], needed: str) -> Verdict:
-        if isinstance(got, _Failed):  # the store is down: the model's report still ends this run
+        if isinstance(got, _Failed):  # the store failed: the model's report still ends this run
             got = self._engine.report_blocked(SessionState(), list(tried), needed)
         self._log_verdict(got, None)
         return got
+
+    def _report_failed(self, tried: Any, needed: Any) -> Verdict:
+        """``report_blocked`` failed inside looptrap: log it, and halt anyway if the report can be read."""
+        verdict = self._internal_error("report_blocked")
+        try:
+            return self._engine.report_blocked(SessionState(), [str(t) for t in tried], str(needed))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return verdict
 
     # -- the store ----------------------------------------------------------------------------------
     def _saved(self, snap: Snapshot) -> None:
         self._snap = snap
         self._state = snap.state
 
-    def _store_failed(self, exc: Exception) -> _Failed:
+    def _store_failed(self, exc: BaseException) -> _Failed:
+        """The store could not apply a change (unreachable, an unreadable state, a bad session id, or any
+        other failure of the store's own code): counted, logged at most once a minute, policy applied."""
+        from looptrap.core.printable import one_line
+        from looptrap.stores.base import StoreError
+
         self._snap = None
         self.store_errors += 1
+        why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        self.last_store_error = why = one_line(why, 1000)
         now = time.monotonic()
         if now - self._store_warned >= _STORE_WARN_EVERY:
             self._store_warned = now
             self._log.warning(
                 "looptrap: session store unavailable (%s); %s",
-                exc,
+                why,
                 "halting" if self.on_store_error == "closed" else "allowing calls unguarded",
                 extra={"run_id": self.session, "store_errors": self.store_errors},
             )
@@ -316,8 +336,11 @@ class Guard(_GuardBase):
     ``config`` (or keyword options, the fields of :class:`GuardConfig`) sets detectors, budgets, escalation
     and tool policies; ``clock`` returns seconds (``None`` disables time-based checks); ``state`` continues
     a saved session. ``store`` keeps the state where other processes share it (see :mod:`looptrap.stores`),
-    under the id ``session``; when the store is unreachable, ``on_store_error="open"`` allows the call and
-    ``"closed"`` halts it (reason ``store_unavailable``).
+    under the id ``session``; when the store fails (unreachable, an unreadable state, a bad session id),
+    ``on_store_error="open"`` allows the call and ``"closed"`` halts it (reason ``store_unavailable``);
+    either way ``store_errors`` counts it and ``last_store_error`` says why. A store that persists states
+    (SQLite, Redis) gets digests only: argument previews and result excerpts are kept only with
+    ``previews=True`` here or a store opened with ``previews=True``.
     """
 
     def __init__(
@@ -329,7 +352,7 @@ class Guard(_GuardBase):
         on_store_error: StoreErrorPolicy = "open",
         **options: Any,
     ) -> None:
-        super().__init__(config, session=session, on_store_error=on_store_error, **options)
+        super().__init__(config, session=session, on_store_error=on_store_error, store=store, **options)
         self._store = store
 
     # -- the public contract ------------------------------------------------------------------------
@@ -417,14 +440,20 @@ class Guard(_GuardBase):
 
     def new_task(self) -> None:
         """A new user request: repetition memory starts over, budgets do not."""
-        self._apply(self._engine.new_task)
-        self._new_task_started()
+        try:
+            self._apply(self._engine.new_task)
+            self._new_task_started()
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            self._internal_error("new_task")
 
     # -- the honest way out -------------------------------------------------------------------------
     def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
         """Record that the model cannot go on and halt cleanly (reason ``reported_blocked``)."""
-        tried = list(tried)
-        return self._reported(self._apply(self._report_change(tried, needed)), tried, needed)
+        try:
+            tried = list(tried)
+            return self._reported(self._apply(self._report_change(tried, needed)), tried, needed)
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._report_failed(tried, needed)
 
     def handle_report_blocked(self, arguments: Any) -> Verdict:
         """The ``report_blocked`` tool's handler: validates the arguments (an ``advise`` verdict explains a
@@ -433,6 +462,8 @@ class Guard(_GuardBase):
             tried, needed = parse_report(arguments)
         except ValueError as exc:
             return Verdict(action="advise", kind="report_blocked", reason="invalid_report", message=str(exc))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("handle_report_blocked")
         return self.report_blocked(tried, needed)
 
     def _apply(self, change: Callable[[SessionState], R]) -> R | _Failed:
@@ -440,14 +471,16 @@ class Guard(_GuardBase):
         with self._lock:  # with a store too: this process's updates to the session would only conflict
             if store is None:
                 return change(self._state)
-            from looptrap.stores.base import StoreError
-
+            tracked, failed = _tracked(change)
             try:
-                result, snap = store.update(self.session, change, self._snap)
-            except StoreError as exc:
-                return self._store_failed(exc)
-            except BaseException:
+                result, snap = store.update(self.session, tracked, self._snap)
+            except Exception as exc:
+                if not failed:  # the store failed, not the change: the failure policy applies
+                    return self._store_failed(exc)
                 self._snap = None  # the cached state may hold a half-applied change
+                raise
+            except BaseException:
+                self._snap = None
                 raise
             self._saved(snap)
             return result
@@ -507,7 +540,7 @@ class AsyncGuard(_GuardBase):
         on_store_error: StoreErrorPolicy = "open",
         **options: Any,
     ) -> None:
-        super().__init__(config, session=session, on_store_error=on_store_error, **options)
+        super().__init__(config, session=session, on_store_error=on_store_error, store=store, **options)
         from looptrap.stores.base import Store
         from looptrap.stores.threaded import ThreadedStore
 
@@ -571,13 +604,19 @@ class AsyncGuard(_GuardBase):
 
     async def new_task(self) -> None:
         """See :meth:`Guard.new_task`."""
-        await self._apply(self._engine.new_task)
-        self._new_task_started()
+        try:
+            await self._apply(self._engine.new_task)
+            self._new_task_started()
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            self._internal_error("new_task")
 
     async def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
         """See :meth:`Guard.report_blocked`."""
-        tried = list(tried)
-        return self._reported(await self._apply(self._report_change(tried, needed)), tried, needed)
+        try:
+            tried = list(tried)
+            return self._reported(await self._apply(self._report_change(tried, needed)), tried, needed)
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._report_failed(tried, needed)
 
     async def handle_report_blocked(self, arguments: Any) -> Verdict:
         """See :meth:`Guard.handle_report_blocked`."""
@@ -585,6 +624,8 @@ class AsyncGuard(_GuardBase):
             tried, needed = parse_report(arguments)
         except ValueError as exc:
             return Verdict(action="advise", kind="report_blocked", reason="invalid_report", message=str(exc))
+        except Exception:  # noqa: BLE001 - the guard must never take the agent down
+            return self._internal_error("handle_report_blocked")
         return await self.report_blocked(tried, needed)
 
     def tool(self, fn: F, /) -> F:
@@ -600,17 +641,46 @@ class AsyncGuard(_GuardBase):
                 return change(self._state)
         import asyncio
 
-        from looptrap.stores.base import StoreError
-
         if self._alock is None:
             self._alock = asyncio.Lock()
         async with self._alock:
+            tracked, failed = _tracked(change)
             try:
-                result, snap = await store.update(self.session, change, self._snap)
-            except StoreError as exc:
-                return self._store_failed(exc)
+                result, snap = await store.update(self.session, tracked, self._snap)
+            except Exception as exc:
+                if not failed:
+                    return self._store_failed(exc)
+                self._snap = None
+                raise
             except BaseException:
                 self._snap = None
                 raise
             self._saved(snap)
             return result
+
+
+def _tracked(change: Callable[[SessionState], R]) -> tuple[Callable[[SessionState], R], list[bool]]:
+    """``change``, and a list that gets an item if it raises: an exception from the store's ``update``
+    is then looptrap's own (an internal error), not the store's."""
+    failed: list[bool] = []
+
+    def tracked(state: SessionState) -> R:
+        try:
+            return change(state)
+        except BaseException:
+            failed.append(True)
+            raise
+
+    return tracked, failed
+
+
+_QUIET: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _without_previews(engine: Engine) -> Engine:
+    """The engine's configuration without argument previews and result excerpts (one per engine: guards
+    of a pool share it)."""
+    quiet = _QUIET.get(engine)
+    if quiet is None:
+        quiet = _QUIET[engine] = Engine(engine.config.replace(previews=False))
+    return quiet

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from looptrap.stores.base import DEFAULT_TTL, AsyncStore, SessionInfo, Snapshot, Store, StoreError
+from looptrap.stores.base import (
+    DEFAULT_TTL,
+    AsyncStore,
+    SessionIdError,
+    SessionInfo,
+    Snapshot,
+    Store,
+    StoreError,
+    UnreadableStateError,
+)
 from looptrap.stores.memory import MemoryStore
 from looptrap.stores.sqlite import SQLiteStore
 
@@ -23,11 +32,13 @@ __all__ = [
     "MemoryStore",
     "RedisStore",
     "SQLiteStore",
+    "SessionIdError",
     "SessionInfo",
     "Snapshot",
     "Store",
     "StoreError",
     "ThreadedStore",
+    "UnreadableStateError",
     "open_async_store",
     "open_store",
 ]
@@ -45,53 +56,52 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _split(url: str) -> tuple[str, str, float | None]:
-    """Scheme, the URL without a ``ttl`` query parameter, and that TTL (``DEFAULT_TTL`` if absent,
-    ``ttl=0`` or ``ttl=none`` for no expiry). Plain string work: ``urllib.parse`` costs a hook process
-    more time to import than this takes."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    base, _, query = url.partition("?")
-    ttl: float | None = DEFAULT_TTL
-    rest = []
-    for pair in query.split("&") if query else ():
-        k, _, v = pair.partition("=")
-        if k == "ttl":
-            try:
-                ttl = None if v.lower() in ("", "0", "none") else float(v)
-            except ValueError:
-                raise ValueError(f"store URL {url!r}: ttl must be a number of seconds, got {v!r}") from None
-        else:
-            rest.append(pair)
-    return scheme, base + ("?" + "&".join(rest) if rest else ""), ttl
-
-
-def open_store(url: str) -> Store:
+def open_store(url: str, *, create: bool = True) -> Store:
     """A store from a URL: ``memory://``, ``sqlite:///abs/path.db`` (or ``sqlite:////abs/path.db``,
-    ``sqlite://rel/path.db``, or a plain file path), ``redis://[:password@]host:port/db`` or
-    ``rediss://...``. Any of them takes ``?ttl=SECONDS``."""
-    scheme, clean, ttl = _split(url)
-    if scheme == "memory":
-        return MemoryStore(ttl=ttl)
-    if scheme in ("redis", "rediss", "unix"):
+    ``sqlite://rel/path.db``, or a plain file path), ``redis://[[user]:password@]host:port/db``,
+    ``rediss://...`` or ``unix:///path/redis.sock``. Options (``?name=value&...``): ``ttl`` and ``previews``
+    for every store, ``timeout`` for SQLite, ``prefix`` and the redis client's connection options for
+    Redis; anything else, or a bad value, is a one-line :class:`ValueError` here. ``create=False``: a
+    missing SQLite file (or its folder) is not created; the store then holds no sessions."""
+    from looptrap.stores import url as urls
+
+    u = urls.parse(url)
+    if u.scheme in urls.REDIS_SCHEMES:
         from looptrap.stores.redis import RedisStore
 
-        return RedisStore(clean, ttl=ttl)
-    if scheme == "sqlite":
-        path = url.split("?", 1)[0][len("sqlite://") :]
-        return SQLiteStore("/" + path.lstrip("/") if path.startswith("/") else path, ttl=ttl)
-    if scheme and len(scheme) > 1:  # "C:\\..." is a path, not a scheme
-        raise ValueError(f"unknown store URL scheme {scheme!r} (use memory://, sqlite:///path or redis://host)")
-    return SQLiteStore(url.split("?", 1)[0], ttl=ttl)
+        return RedisStore._from_url(u)
+    if u.scheme == "memory":
+        opts = urls.take_options(u, ("ttl", "previews"))
+        return MemoryStore(ttl=_ttl(u, opts), previews=urls.bool_option(u, "previews", opts.get("previews", "1")))
+    if u.scheme == "sqlite":
+        path = u.target[len("sqlite://") :]
+        path = "/" + path.lstrip("/") if path.startswith("/") else path
+    elif len(u.scheme) > 1:  # "C:\\..." is a path, not a scheme
+        raise ValueError(f"unknown store URL scheme {u.scheme!r} (use memory://, sqlite:///path or redis://host)")
+    else:
+        path = u.target
+    opts = urls.take_options(u, ("ttl", "timeout", "previews"))
+    timeout = urls.seconds_option(u, "timeout", opts["timeout"]) if "timeout" in opts else 5.0
+    previews = urls.bool_option(u, "previews", opts.get("previews", "0"))
+    return SQLiteStore(path, ttl=_ttl(u, opts), timeout=timeout, previews=previews, create=create)
+
+
+def _ttl(u: Any, opts: dict[str, str]) -> float | None:
+    from looptrap.stores.url import ttl_option
+
+    return ttl_option(u, opts["ttl"]) if "ttl" in opts else DEFAULT_TTL
 
 
 def open_async_store(url: str) -> AsyncStore:
     """An asyncio store from a URL: :class:`AsyncRedisStore` for ``redis://``, otherwise the synchronous
     store of :func:`open_store` run in a worker thread."""
-    scheme, clean, ttl = _split(url)
-    if scheme in ("redis", "rediss", "unix"):
+    from looptrap.stores import url as urls
+
+    u = urls.parse(url)
+    if u.scheme in urls.REDIS_SCHEMES:
         from looptrap.stores.redis import AsyncRedisStore
 
-        return AsyncRedisStore(clean, ttl=ttl)
+        return AsyncRedisStore._from_url(u)
     from looptrap.stores.threaded import ThreadedStore
 
     return ThreadedStore(open_store(url))

@@ -1,13 +1,17 @@
 """The store interface: where a session's guard state lives when several processes share it.
 
 A store keeps, per session id, the session's state (plain, versioned data: see
-:class:`looptrap.core.state.SessionState`) and a revision number that grows with every write. All a guard
-asks of it is :meth:`Store.update`: read the session's state, apply a change, write it back, atomically.
-Each backend does that its own best way (a lock, a transaction, an optimistic compare-and-set).
+:class:`looptrap.core.state.SessionState`), a revision number that grows with every write and a
+generation: a random token drawn when the session's record is created, so that a revision number seen
+before a reset or an expiry never matches the record made after it. All a guard asks of a store is
+:meth:`Store.update`: read the session's state, apply a change, write it back, atomically. Each backend
+does that its own best way (a lock, a transaction, an optimistic compare-and-set).
 """
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator
@@ -16,38 +20,56 @@ from typing import NamedTuple, TypeVar
 import orjson
 
 from looptrap.core.errors import LooptrapError
-from looptrap.core.state import SessionState
+from looptrap.core.printable import one_line
+from looptrap.core.state import SessionState, StateVersionError
 
 __all__ = [
     "DEFAULT_TTL",
+    "MAX_SESSION",
+    "MAX_STATE_BYTES",
     "AsyncStore",
+    "SessionIdError",
     "SessionInfo",
     "Snapshot",
     "Store",
     "StoreError",
+    "UnreadableStateError",
     "decode_state",
     "encode_state",
 ]
 
 R = TypeVar("R")
 Change = Callable[[SessionState], R]
+Hint = Callable[[str], str] | None  # how to reset a session (a store's reset_hint), asked only on failure
 DEFAULT_TTL = 86400.0  # seconds a session's state is kept after its last write
+MAX_SESSION = 512  # characters of a session id
+MAX_STATE_BYTES = 4 << 20  # a larger encoded state is refused (the engine keeps states well below it)
 
 
 class StoreError(LooptrapError):
-    """The store could not be reached, or did not answer in time."""
+    """The store could not apply an update or read a session: unreachable, timed out, or the session's
+    record is unusable (the message says which, and what to do)."""
+
+
+class SessionIdError(StoreError, ValueError):
+    """A session id the stores cannot keep (empty, not a string, or over :data:`MAX_SESSION` characters)."""
+
+
+class UnreadableStateError(StoreError, StateVersionError):
+    """A session's stored state cannot be read (another format version, a corrupt record): reset the session."""
 
 
 # NamedTuples, not dataclasses: cheaper to define, and a hook process pays for every definition it imports.
 class Snapshot(NamedTuple):
-    """A session's state as of one revision (what a guard caches between calls)."""
+    """A session's state as of one revision of one generation of its record (what a guard caches)."""
 
     rev: int
     state: SessionState
+    gen: str = ""
 
 
 class SessionInfo(NamedTuple):
-    """One stored session, as listed by ``looptrap sessions list``."""
+    """One stored session, as listed by ``looptrap sessions list`` (``error``: why its state is unreadable)."""
 
     session: str
     rev: int
@@ -56,11 +78,16 @@ class SessionInfo(NamedTuple):
     turn: int
     level: int
     halted: str | None
+    error: str | None = None
 
     @classmethod
     def of(cls, session: str, rev: int, updated: float | None, state: SessionState) -> SessionInfo:
         halted = state.halted.get("reason") if state.halted else None
         return cls(session, rev, updated, state.calls, state.turn, state.level, halted)
+
+    @classmethod
+    def unreadable(cls, session: str, rev: int, updated: float | None, error: str) -> SessionInfo:
+        return cls(session, rev, updated, 0, 0, 0, None, error)
 
 
 def encode_state(state: SessionState) -> bytes:
@@ -73,31 +100,70 @@ def decode_state(data: bytes | str) -> SessionState:
     return SessionState.from_dict(orjson.loads(data))
 
 
+def new_gen() -> str:
+    """A fresh generation token for a session record being created."""
+    return os.urandom(8).hex()
+
+
 def check_session(session: str) -> str:
-    """A session id is a non-empty string of at most 512 characters."""
-    if not isinstance(session, str) or not session or len(session) > 512:
-        raise ValueError(f"session id must be a non-empty string of at most 512 characters, got {session!r:.80}")
+    """A session id is a non-empty string of at most :data:`MAX_SESSION` characters."""
+    if not isinstance(session, str) or not session or len(session) > MAX_SESSION:
+        got = f"{len(session)} characters" if isinstance(session, str) else type(session).__name__
+        raise SessionIdError(f"session id must be a non-empty string of at most {MAX_SESSION} characters, got {got}")
     return session
+
+
+def valid_session(session: object) -> bool:
+    """Whether a store could hold ``session`` (reads of any other id find nothing)."""
+    return isinstance(session, str) and 0 < len(session) <= MAX_SESSION
+
+
+def check_ttl(ttl: float | None) -> float | None:
+    """``ttl`` if it is ``None`` (keep sessions) or a finite number of seconds above 0."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError(f"ttl must be a finite number of seconds above 0, or None to keep sessions, got {ttl!r}")
+    return float(ttl)
+
+
+def check_seconds(name: str, value: float) -> float:
+    """``value`` if it is a finite number of seconds, 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds, 0 or more, got {value!r}")
+    return float(value)
+
+
+def shown_session(session: str) -> str:
+    """A session id as messages show it: one line, quoted for a shell."""
+    import shlex  # only on the error path
+
+    return shlex.quote(one_line(session, MAX_SESSION))
 
 
 class Store(ABC):
     """Holds guard state per session for processes that share it (synchronous API).
 
-    ``ttl`` (seconds, ``None`` = forever): a session not written for that long is forgotten.
+    ``ttl`` (seconds, ``None`` = forever): a session not written for that long is forgotten. ``previews``:
+    whether guards keep argument previews and result excerpts in this store's states (off for stores that
+    persist them; see ``docs/stores.md``). ``url``: the store, as messages show it (never a password).
     """
 
     ttl: float | None = DEFAULT_TTL
+    previews: bool = False
+    url: str = ""
 
     @abstractmethod
     def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         """Apply ``change`` to the session's current state and save it, atomically; return what ``change``
-        returned and the new snapshot. ``cached`` is the caller's last snapshot: when it is still current,
-        backends skip decoding it again. ``change`` may run more than once (on a write conflict), each time
-        on the then-current state. Raises :class:`StoreError` when the store is unreachable."""
+        returned and the new snapshot. ``cached`` is the caller's last snapshot: when it is still current
+        (same revision, same generation), backends skip decoding it again. ``change`` may run more than
+        once (on a write conflict), each time on the then-current state. Raises :class:`StoreError` when
+        the store cannot apply it (unreachable, a bad session id, an unreadable state)."""
 
     @abstractmethod
     def load(self, session: str) -> Snapshot | None:
-        """The session's current snapshot, or ``None``."""
+        """The session's current snapshot, or ``None`` (:class:`UnreadableStateError` if it cannot be read)."""
 
     @abstractmethod
     def delete(self, session: str) -> bool:
@@ -105,7 +171,11 @@ class Store(ABC):
 
     @abstractmethod
     def sessions(self) -> Iterator[SessionInfo]:
-        """Every stored session (for inspection; order unspecified)."""
+        """Every stored session (for inspection; order unspecified; unreadable ones with ``error`` set)."""
+
+    def reset_hint(self, session: str) -> str:
+        """How to get rid of a session's unusable record."""
+        return f"reset it: looptrap sessions reset {shown_session(session)} --store {self.url}"
 
     def close(self) -> None:  # noqa: B027 - optional for backends that hold nothing
         """Release connections."""
@@ -121,6 +191,8 @@ class AsyncStore(ABC):
     """The same contract as :class:`Store`, for asyncio code."""
 
     ttl: float | None = DEFAULT_TTL
+    previews: bool = False
+    url: str = ""
 
     @abstractmethod
     def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> Awaitable[tuple[R, Snapshot]]:
@@ -134,6 +206,10 @@ class AsyncStore(ABC):
     def delete(self, session: str) -> Awaitable[bool]:
         """See :meth:`Store.delete`."""
 
+    def reset_hint(self, session: str) -> str:
+        """See :meth:`Store.reset_hint`."""
+        return f"reset it: looptrap sessions reset {shown_session(session)} --store {self.url}"
+
     async def close(self) -> None:  # noqa: B027 - optional for backends that hold nothing
         """Release connections."""
 
@@ -142,6 +218,38 @@ class AsyncStore(ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def unreadable(session: str, why: str, hint: Hint) -> UnreadableStateError:
+    """The error for a session whose record cannot be read: which session, why, and how to reset it."""
+    return UnreadableStateError(
+        f"session {shown_session(session)}: its stored state cannot be read ({one_line(why, 300)})"
+        + (f"; {hint(session)}" if hint else "")
+    )
+
+
+def read_state(data: bytes | str | None, session: str, hint: Hint) -> SessionState:
+    """Decode a stored state; anything unreadable (another format version, a corrupt record) becomes an
+    :class:`UnreadableStateError` that names the session and says how to reset it (``hint(session)``)."""
+    try:
+        if data is None:
+            raise ValueError("the record has no state")
+        return decode_state(data)
+    except Exception as exc:  # noqa: BLE001 - whatever is wrong with the record, the answer is the same
+        why = str(exc) if isinstance(exc, StateVersionError) else f"corrupt record: {type(exc).__name__}: {exc}"
+        raise unreadable(session, why, hint) from None
+
+
+def write_state(state: SessionState, session: str, hint: Hint) -> bytes:
+    """Encode a state to store, refusing one over :data:`MAX_STATE_BYTES` (the engine keeps states far
+    smaller: a bigger one is a bug, and storing it would let the record grow without bound)."""
+    data = encode_state(state)
+    if len(data) > MAX_STATE_BYTES:
+        raise StoreError(
+            f"session {shown_session(session)}: its state encodes to {len(data):,} bytes, over the limit of "
+            f"{MAX_STATE_BYTES:,}; not written" + (f" ({hint(session)})" if hint else "")
+        )
+    return data
 
 
 def expired(updated: float | None, ttl: float | None, now: float | None = None) -> bool:

@@ -6,18 +6,24 @@ import threading
 import time
 from collections.abc import Iterator
 
+from looptrap.core.printable import one_line
 from looptrap.core.state import SessionState
 from looptrap.stores.base import (
     DEFAULT_TTL,
+    MAX_SESSION,
     Change,
     R,
     SessionInfo,
     Snapshot,
     Store,
+    UnreadableStateError,
     check_session,
-    decode_state,
-    encode_state,
+    check_ttl,
     expired,
+    new_gen,
+    read_state,
+    valid_session,
+    write_state,
 )
 
 __all__ = ["MemoryStore"]
@@ -25,32 +31,38 @@ __all__ = ["MemoryStore"]
 
 class MemoryStore(Store):
     """Session states kept in this process, encoded as the other backends keep them (so a guard never shares
-    mutable objects with another)."""
+    mutable objects with another). Nothing leaves the process, so guards keep previews here by default."""
 
-    def __init__(self, *, ttl: float | None = DEFAULT_TTL) -> None:
-        self.ttl = ttl
+    url = "memory://"
+
+    def __init__(self, *, ttl: float | None = DEFAULT_TTL, previews: bool = True) -> None:
+        self.ttl = check_ttl(ttl)
+        self.previews = bool(previews)
         self._lock = threading.Lock()
-        self._data: dict[str, tuple[int, bytes, float]] = {}
+        self._data: dict[str, tuple[int, bytes, float, str]] = {}  # rev, state, updated, generation
 
     def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         check_session(session)
         with self._lock:
             hit = self._entry(session)
             if hit is None:
-                snap = Snapshot(0, SessionState(run_id=session))
-            elif cached is not None and cached.rev == hit[0]:
+                snap = Snapshot(0, SessionState(run_id=session), new_gen())
+            elif cached is not None and cached.rev == hit[0] and cached.gen == hit[3]:
                 snap = cached
             else:
-                snap = Snapshot(hit[0], decode_state(hit[1]))
+                snap = Snapshot(hit[0], read_state(hit[1], session, self.reset_hint), hit[3])
             result = change(snap.state)
-            new = Snapshot(snap.rev + 1, snap.state)
-            self._data[session] = (new.rev, encode_state(new.state), time.time())
+            new = Snapshot(snap.rev + 1, snap.state, snap.gen)
+            data = write_state(new.state, session, self.reset_hint)
+            self._data[session] = (new.rev, data, time.time(), new.gen)
             return result, new
 
     def load(self, session: str) -> Snapshot | None:
+        if not valid_session(session):
+            return None
         with self._lock:
             hit = self._entry(session)
-        return Snapshot(hit[0], decode_state(hit[1])) if hit is not None else None
+        return Snapshot(hit[0], read_state(hit[1], session, self.reset_hint), hit[3]) if hit else None
 
     def delete(self, session: str) -> bool:
         with self._lock:
@@ -59,11 +71,17 @@ class MemoryStore(Store):
     def sessions(self) -> Iterator[SessionInfo]:
         with self._lock:
             items = list(self._data.items())
-        for session, (rev, data, updated) in items:
+        for session, (rev, data, updated, _) in items:
             if not expired(updated, self.ttl):
-                yield SessionInfo.of(session, rev, updated, decode_state(data))
+                try:
+                    yield SessionInfo.of(session, rev, updated, read_state(data, session, None))
+                except UnreadableStateError as exc:
+                    yield SessionInfo.unreadable(session, rev, updated, str(exc))
 
-    def _entry(self, session: str) -> tuple[int, bytes, float] | None:
+    def reset_hint(self, session: str) -> str:
+        return f"reset it: store.delete({one_line(session, MAX_SESSION)!r})"
+
+    def _entry(self, session: str) -> tuple[int, bytes, float, str] | None:
         hit = self._data.get(session)
         if hit is not None and expired(hit[2], self.ttl):
             del self._data[session]

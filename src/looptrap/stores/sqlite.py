@@ -1,19 +1,22 @@
 """``SQLiteStore``: guard state shared by the processes of one machine, in one SQLite file.
 
 WAL mode, one ``BEGIN IMMEDIATE`` transaction per update (so concurrent processes queue for the write lock
-instead of losing updates), a bounded wait for that lock, then :class:`StoreError`.
+instead of losing updates), a bounded wait for that lock, then :class:`StoreError`. A folder the store
+creates is private to the user (0700), and so is the database file it creates (0600; SQLite gives its
+``-wal`` and ``-shm`` files the database file's mode).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from looptrap.core.state import SessionState
 from looptrap.stores.base import (
@@ -24,9 +27,14 @@ from looptrap.stores.base import (
     Snapshot,
     Store,
     StoreError,
+    UnreadableStateError,
+    check_seconds,
     check_session,
-    decode_state,
-    encode_state,
+    check_ttl,
+    new_gen,
+    read_state,
+    valid_session,
+    write_state,
 )
 
 __all__ = ["SQLiteStore", "default_path"]
@@ -36,10 +44,16 @@ CREATE TABLE IF NOT EXISTS looptrap_sessions (
     session TEXT PRIMARY KEY,
     rev INTEGER NOT NULL,
     updated REAL NOT NULL,
-    state BLOB NOT NULL
+    state BLOB NOT NULL,
+    gen TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID
 """
 _PURGE_EVERY = 300.0  # seconds between sweeps of expired sessions
+# SQLite's own wait for a lock sleeps longer and longer (up to 100 ms a try), so under steady contention a
+# waiting process keeps missing the short gaps between other processes' writes and can starve. Its wait is
+# cut to slices of this many seconds, with a short random pause between them, until ``timeout`` is spent.
+_BUSY_SLICE = 0.1
+T = TypeVar("T")
 
 
 def default_path() -> str:
@@ -57,37 +71,81 @@ def default_path() -> str:
 
 
 class SQLiteStore(Store):
-    """Sessions in the SQLite file at ``path`` (created with its folder if missing).
+    """Sessions in the SQLite file at ``path``, created (with its folder) if missing unless ``create=False``:
+    then a missing file holds no sessions, and nothing is created on disk.
 
     ``timeout``: seconds to wait for another process's write to finish before giving up with
-    :class:`StoreError` (the guard then fails open or closed, as configured).
+    :class:`StoreError` (the guard then fails open or closed, as configured). ``previews``: whether guards
+    keep argument previews and result excerpts in the file (off: digests only).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, ttl: float | None = DEFAULT_TTL, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        ttl: float | None = DEFAULT_TTL,
+        timeout: float = 5.0,
+        previews: bool = False,
+        create: bool = True,
+    ) -> None:
         self.path: str = os.fspath(path)
-        self.ttl = ttl
-        self.timeout = timeout
+        self.ttl = check_ttl(ttl)
+        self.timeout = check_seconds("timeout", timeout)
+        self.previews = bool(previews)
+        self.create = bool(create)
+        self.url = f"sqlite://{self.path}"  # sqlite:///abs/path.db or sqlite://rel/path.db
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._gen = ""  # the generation column's SQL ("''" in a file that predates it and is only read)
+        self._ready = False  # schema made sure of on this connection
         self._pid = 0
         self._purged = 0.0
 
     # -- connection -----------------------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is not None and self._pid == os.getpid():
-            return self._db
+    def _conn(self, write: bool = True) -> sqlite3.Connection | None:
+        """The connection (``None``: a store opened with ``create=False`` whose file does not exist). A
+        connection that writes first makes sure of the schema; one that only reads (``create=False``)
+        changes nothing in the file."""
+        db = self._db if self._pid == os.getpid() else None  # a forked child opens its own connection
         try:
-            folder = os.path.dirname(self.path)
-            if self.path != ":memory:" and folder:
-                os.makedirs(folder, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
+            if db is None:
+                memory = self.path == ":memory:"
+                if not self.create and not memory and not os.path.isfile(self.path):
+                    if write:
+                        raise StoreError(f"SQLite store {self.url}: no such file (opened without create)")
+                    return None
+                if self.create and not memory:
+                    self._make_private_file()
+                db = sqlite3.connect(
+                    self.path, timeout=min(self.timeout, _BUSY_SLICE), isolation_level=None, check_same_thread=False
+                )
+                self._db, self._pid, self._ready, self._gen = db, os.getpid(), False, ""
+            if not self._ready and (self.create or write):
+                self._waiting(db.execute, "PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                self._waiting(db.execute, _SCHEMA)
+                if not self._has_gen(db):  # a file written before generations
+                    self._waiting(db.execute, "ALTER TABLE looptrap_sessions ADD COLUMN gen TEXT NOT NULL DEFAULT ''")
+                self._ready, self._gen = True, "gen"
+            elif not self._gen:  # only reading: a file that predates generations is read as it is
+                self._gen = "gen" if self._has_gen(db) else "''"
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
-        self._db, self._pid = db, os.getpid()  # a forked child opens its own connection
+            raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from exc
         return db
+
+    @staticmethod
+    def _has_gen(db: sqlite3.Connection) -> bool:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(looptrap_sessions)")}
+        return not columns or "gen" in columns
+
+    def _make_private_file(self) -> None:
+        """Create the folder (0700) and the database file (0600) if missing: states hold what the agent
+        did, and a cache folder is often readable by every user of the machine."""
+        folder = os.path.dirname(self.path)
+        if folder and not os.path.isdir(folder):
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not os.path.exists(self.path):
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
 
     def close(self) -> None:
         with self._lock:
@@ -95,30 +153,47 @@ class SQLiteStore(Store):
                 self._db.close()
             self._db = None
 
+    def _waiting(self, execute: Callable[..., T], *args: Any) -> T:
+        """``execute(*args)``, tried again while the database is locked by another writer, for up to
+        ``timeout`` seconds (see ``_BUSY_SLICE``)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return execute(*args)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0, 0.002))
+
     # -- the contract ---------------------------------------------------------------------------------
     def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         check_session(session)
+        hint = self.reset_hint
         with self._lock:
             db = self._conn()
+            assert db is not None
             try:
-                db.execute("BEGIN IMMEDIATE")  # the write lock now: no lost update, no deadlocked upgrade
+                self._waiting(db.execute, "BEGIN IMMEDIATE")  # the write lock now: no lost update, no deadlock
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.path} is busy: {exc}") from exc
+                raise StoreError(f"SQLite store {self.url} is busy: {exc}") from exc
             try:
                 now = time.time()
-                row = db.execute("SELECT rev, updated FROM looptrap_sessions WHERE session = ?", (session,)).fetchone()
+                row = db.execute(
+                    "SELECT rev, updated, gen FROM looptrap_sessions WHERE session = ?", (session,)
+                ).fetchone()
                 if row is None or self._expired(row[1], now):
-                    snap = Snapshot(0, SessionState(run_id=session))
-                elif cached is not None and cached.rev == row[0]:
+                    snap = Snapshot(0, SessionState(run_id=session), new_gen())
+                elif cached is not None and cached.rev == row[0] and cached.gen == row[2]:
                     snap = cached  # still current: no need to read and decode it again
                 else:
                     (data,) = db.execute("SELECT state FROM looptrap_sessions WHERE session = ?", (session,)).fetchone()
-                    snap = Snapshot(row[0], decode_state(data))
+                    snap = Snapshot(row[0], read_state(data, session, hint), row[2] or new_gen())
                 result = change(snap.state)
-                new = Snapshot(snap.rev + 1, snap.state)
+                new = Snapshot(snap.rev + 1, snap.state, snap.gen)
                 db.execute(
-                    "INSERT OR REPLACE INTO looptrap_sessions (session, rev, updated, state) VALUES (?, ?, ?, ?)",
-                    (session, new.rev, now, encode_state(new.state)),
+                    "INSERT OR REPLACE INTO looptrap_sessions (session, rev, updated, state, gen)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (session, new.rev, now, write_state(new.state, session, hint), new.gen),
                 )
                 if self.ttl is not None and now - self._purged > _PURGE_EVERY:
                     self._purged = now
@@ -129,42 +204,70 @@ class SQLiteStore(Store):
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+                    raise StoreError(f"SQLite store {self.url}: {exc}") from exc
                 raise
 
     def load(self, session: str) -> Snapshot | None:
-        row = self._query("SELECT rev, updated, state FROM looptrap_sessions WHERE session = ?", (session,))
-        if not row or self._expired(row[0][1], time.time()):
+        if not valid_session(session):
             return None
-        rev, _, data = row[0]
-        return Snapshot(rev, decode_state(data))
+        rows = self._query("SELECT rev, updated, state, {gen} FROM looptrap_sessions WHERE session = ?", session)
+        if not rows or self._expired(rows[0][1], time.time()):
+            return None
+        rev, _, data, gen = rows[0]
+        return Snapshot(rev, read_state(data, session, self.reset_hint), gen)
 
     def delete(self, session: str) -> bool:
+        if not valid_session(session):
+            return False
         with self._lock:
             try:
-                cur = self._conn().execute("DELETE FROM looptrap_sessions WHERE session = ?", (session,))
+                db = self._conn(write=False)
+                if db is None:
+                    return False
+                cur = self._waiting(db.execute, "DELETE FROM looptrap_sessions WHERE session = ?", (session,))
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+                if _no_table(exc):
+                    return False
+                raise StoreError(f"SQLite store {self.url}: {exc}") from exc
             return cur.rowcount > 0
 
     def sessions(self) -> Iterator[SessionInfo]:
         now = time.time()
         for session, rev, updated, data in self._query(
-            "SELECT session, rev, updated, state FROM looptrap_sessions ORDER BY updated", ()
+            "SELECT session, rev, updated, state FROM looptrap_sessions ORDER BY updated"
         ):
             if not self._expired(updated, now):
-                yield SessionInfo.of(session, rev, updated, decode_state(data))
+                try:
+                    yield SessionInfo.of(session, rev, updated, read_state(data, session, None))
+                except UnreadableStateError as exc:
+                    yield SessionInfo.unreadable(session, rev, updated, str(exc))
 
     # -- internals ------------------------------------------------------------------------------------
     def _expired(self, updated: float, now: float) -> bool:
         return self.ttl is not None and now - updated > self.ttl
 
-    def _query(self, sql: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, *params: str) -> list[tuple[Any, ...]]:
+        """Rows of a read (``{gen}`` in ``sql``: the generation column)."""
         with self._lock:
             try:
-                return self._conn().execute(sql, params).fetchall()
+                db = self._conn(write=False)
+                if db is None:
+                    return []
+                return self._waiting(lambda: db.execute(sql.format(gen=self._gen), params).fetchall())
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+                if _no_table(exc):  # a file looptrap never wrote to (opened without create): no sessions
+                    return []
+                raise StoreError(f"SQLite store {self.url}: {exc}") from exc
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+
+def _no_table(exc: sqlite3.Error) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether an error says another connection holds the lock."""
+    text = str(exc)
+    return "locked" in text or "busy" in text

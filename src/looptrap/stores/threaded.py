@@ -15,6 +15,8 @@ class ThreadedStore(AsyncStore):
     def __init__(self, store: Store) -> None:
         self.store = store
         self.ttl = store.ttl
+        self.previews = store.previews
+        self.url = store.url
 
     async def update(self, session: str, change: Change[R], cached: Snapshot | None = None) -> tuple[R, Snapshot]:
         return await asyncio.to_thread(self.store.update, session, change, cached)
