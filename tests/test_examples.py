@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need
+from conftest import SEPARATE_EXTRAS, need
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
 
@@ -35,7 +35,8 @@ def imported_packages(path: Path) -> set[str]:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path: Path) -> None:
     for name in sorted(imported_packages(path)):
-        need(f"{name} (the extra {path.name} is written for)", importlib.util.find_spec(name) is not None)
+        found = importlib.util.find_spec(name) is not None
+        need(f"{name} (the extra {path.name} is written for)", found, SEPARATE_EXTRAS.get(name))
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.strip(), f"{path.name} printed nothing"
