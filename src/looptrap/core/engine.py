@@ -7,7 +7,6 @@ clocks, locks, logging and stores live in the drivers around it.
 
 from __future__ import annotations
 
-import contextlib
 import reprlib
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -146,7 +145,7 @@ class Engine:
         """The canonical call: signature digest, short preview and mutating guess. Never raises."""
         if type(tool) is not str or len(tool) > TOOL_CHARS or not tool.isprintable():
             tool = one_line(str(tool), TOOL_CHARS)  # stored and quoted: bounded, no control characters
-        p = self.plan(tool)
+        p = self._plans.get(tool) or self.plan(tool)
         pol = p.policy
         basis = args
         if pol.key is not None:
@@ -250,11 +249,16 @@ class Engine:
         elif len(per) < TOOLS:
             per[call.tool] = 1
         if call.preview:
-            state.remember(state.previews, call.digest, call.preview, PREVIEWS)
+            previews = state.previews  # state.remember, inlined: this runs on every call
+            if call.digest in previews:
+                del previews[call.digest]
+            elif len(previews) >= PREVIEWS:
+                del previews[next(iter(previews))]
+            previews[call.digest] = call.preview
         if state.halted is not None:
             return call, self._halted(state, call.index)
         signals: list[Signal] = self._budgets.check_call(state, call.tool, now) if self._budgets else []
-        p = self.plan(call.tool)
+        p = self._plans.get(call.tool) or self.plan(call.tool)
         if not p.exempt:
             for d in p.checkers:
                 s = d.check(call, state, p.policy)
@@ -294,15 +298,17 @@ class Engine:
         state.stepped = True
         if usage is not None:
             self._add_usage(state, usage)
-        if type(result) is str and result.startswith(("{", "[")) and len(result) <= _JSON_TEXT:
-            with contextlib.suppress(orjson.JSONDecodeError):  # JSON sent as text (MCP text content): read it as such
+        if type(result) is str and result.startswith(("{", "[")) and len(result) <= _JSON_TEXT and _closed(result):
+            try:  # noqa: SIM105 - per-call path: a context manager costs more. JSON sent as text (MCP): read it
                 result = orjson.loads(result)
+            except orjson.JSONDecodeError:
+                pass
         flags = result_facts(result, is_error)
         if call.polling and not flags & Flag.ERROR:
             flags |= Flag.PENDING  # a poll waits for something to happen: the same answer again is expected
         if flags & Flag.ERROR and type(result) is str and call.args is not None:
             result = _without_echoed_args(result, call.args)  # the error, not the arguments it quotes back
-        p = self.plan(call.tool)
+        p = self._plans.get(call.tool) or self.plan(call.tool)
         result_key = p.policy.result_key
         if result_key is not None:
             try:
@@ -396,7 +402,7 @@ class Engine:
         """The result's digest, its size, and whether it is opaque (not comparable)."""
         if type(result) is str:
             size = len(result)
-            raw = digest_text(result)
+            raw = xxhash.xxh3_64_intdigest(result.encode("utf-8", "surrogatepass"))  # digest_text, inlined
             if self._scrub is None:
                 return raw, size, False
             hit = self._scrubbed.get(raw)  # the same text again (a re-read, a loop): no second scrub
@@ -525,6 +531,13 @@ class Engine:
             summary=h.get("summary", ""),
             call_index=index,
         )
+
+
+def _closed(text: str) -> bool:
+    """Whether a text that opens a JSON object or array ends the way one does (a text cut short, such as a
+    truncated output, cannot be parsed: it is not tried, an exception raised and caught costs more)."""
+    end = text[-1]
+    return end == "}" or end == "]" or text.rstrip()[-1:] in ("}", "]")
 
 
 def _excerpt(result: Any) -> str:

@@ -362,12 +362,18 @@ class Guard(_GuardBase):
         if not self.config.enabled:
             return ALLOW
         try:
-            if self._store is None:  # the common case, on every tool call: no closure, one lock
-                now = self._now()
-                call = self._engine.call(tool, args, at=now)
+            if self._store is None:  # the common case, on every tool call: no closure, one lock, one clock read
+                clock = self._clock
+                now = clock() if clock is not None else None
+                engine = self._engine
+                call = engine.call(tool, args, at=now)
                 with self._lock:
-                    call, verdict = self._engine.check(self._state, call, now)
-                    self._note_check(args, call, verdict)
+                    call, verdict = engine.check(self._state, call, now)
+                    if verdict is ALLOW and len(self._turn_tools) < _TURN_MEMORY:
+                        self._remember_pending(call.tool, args, call)  # _note_check's common case
+                        self._turn_tools.append(call.tool)
+                    else:
+                        self._note_check(args, call, verdict)
                 if verdict.signals:
                     self._log_verdict(verdict, call)
                 return verdict
@@ -384,11 +390,14 @@ class Guard(_GuardBase):
             return
         try:
             if self._store is None:  # the common case, as in check
-                now = self._now()
-                call = self._call_to_record(tool, args, now)
+                clock = self._clock
+                now = clock() if clock is not None else None
+                hit = self._pending.pop((tool, id(args)), None)  # the call checked with these very arguments
+                call = hit[1] if hit is not None and hit[0] is args else self._engine.call(tool, args, at=now)
                 with self._lock:
                     entry = self._engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
-                self._recorded(entry)
+                if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
+                    self._turn_progress = True  # as in _recorded
                 return
             self._recorded(self._apply(self._record_change(tool, args, result, is_error, usage)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down

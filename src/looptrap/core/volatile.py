@@ -84,12 +84,13 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
     # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds of the years
     # 2017-2033 (1.5e9 to 2e9 seconds), durations (0.23s, 120 ms, 3 seconds). Every match leaves one of
     # the shapes in the text's shape: a date, a clock time, ten digits, or a digit before a unit's letter.
+    # (?!\d) after a run of digits changes no match (a unit or a point follows it) and stops backtracking.
     VolatileText(
         r"[0-9](?<![\w.][0-9])(?:"
         r"\d{3}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
         r"|\d?:\d{2}:\d{2}(?:[.,]\d+)?(?!\w)"
         r"|(?<=1)[5-9]\d{8}(?:\d{3})?(?:\.\d+)?(?![\w.])"
-        r"|\d*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
+        r"|\d*(?!\d)(?:\.\d+(?!\d))?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
         r")",
         shapes=("0000-00-00", "0:00:00", "0000000000", "0s"),
     ),
@@ -109,7 +110,9 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
     # memory addresses
     VolatileText(r"0(?<!\w0)x[0-9a-fA-F]{6,}(?!\w)", ("0x",)),
     # process ids: "pid 4242", "Main PID: 4242", syslog's "nginx[4242]:"
-    VolatileText(r"(?<!\w)(?i:pid|process)[ =:#]\s?\d+(?!\w)", ("pid", "PID", "process", "Process", "Pid")),
+    # (its first letter is matched as a plain class and its word boundary checked after it: the regex engine
+    # then skips at C speed to the next p, where a leading look-behind would be tried at every character)
+    VolatileText(r"[pP](?<!\w[pP])(?i:id|rocess)[ =:#]\s?\d+(?!\w)", ("pid", "PID", "process", "Process", "Pid")),
     VolatileText(r"\[(?<=[A-Za-z_.-]\[)\d{2,7}\](?=:)", ("]:",)),
     # temporary paths
     VolatileText(r"/(?:tmp|var/folders|private/var/folders)/[\w.\-/]+", ("/tmp/", "/var/folders/")),

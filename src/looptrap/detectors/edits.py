@@ -47,11 +47,11 @@ class EditLoop(Detector):
         if f & (Flag.WRITE_ATTEMPT | Flag.PENDING | Flag.OPAQUE):
             return  # edits are what the rounds are made of; a check is a call that reads or runs something
         slot: dict[str, Any] | None = state.slots.get(self.name)
-        key = str(entry.digest)
         if not f & Flag.ERROR:
-            if slot and key in slot:
-                del slot[key]  # the check passed
+            if slot:
+                slot.pop(str(entry.digest), None)  # the check passed
             return
+        key = str(entry.digest)
         if slot is None:
             slot = state.slots[self.name] = {}
         rec = slot.pop(key, None)

@@ -40,26 +40,28 @@ class ErrorRepeat(Detector):
     warn_only: bool = False
 
     def observe(self, entry: Entry, state: SessionState, now: float | None) -> None:
+        if not entry.flags & Flag.ERROR:  # the common case: a success ends the identical call's run of failures
+            got = state.slots.get(self.name)
+            if got:
+                got["calls"].pop(str(entry.digest), None)
+            return
         slot: dict[str, Any] = state.slots.get(self.name) or {"calls": {}, "errors": {}}
         calls, errors = slot["calls"], slot["errors"]
         key = str(entry.digest)
-        if entry.flags & Flag.ERROR:
-            hard = 1 if entry.flags & Flag.NON_RETRYABLE else 0
-            fails, hard_fails, idx = calls.pop(key, (0, 0, []))
-            calls[key] = [fails + 1, hard_fails + hard, [*idx[-5:], entry.call_index]]
-            _trim(calls, _CAP)
-            if not entry.flags & Flag.EMPTY:  # an error without a message is not "the same error"
-                mine = errors.pop(entry.family, None) or {}
-                errors[entry.family] = mine  # most recently failing family last
-                ekey = str(entry.result)
-                count, hard_count, eidx, writes = mine.pop(ekey, (0, 0, [], 0))
-                write = 1 if entry.flags & Flag.WRITE_ATTEMPT else 0
-                mine[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index], writes | write]
-                _trim(mine, _PER_TOOL)
-                _trim(errors, _TOOLS)
-            state.slots[self.name] = slot
-        elif key in calls:
-            del calls[key]
+        hard = 1 if entry.flags & Flag.NON_RETRYABLE else 0
+        fails, hard_fails, idx = calls.pop(key, (0, 0, []))
+        calls[key] = [fails + 1, hard_fails + hard, [*idx[-5:], entry.call_index]]
+        _trim(calls, _CAP)
+        if not entry.flags & Flag.EMPTY:  # an error without a message is not "the same error"
+            mine = errors.pop(entry.family, None) or {}
+            errors[entry.family] = mine  # most recently failing family last
+            ekey = str(entry.result)
+            count, hard_count, eidx, writes = mine.pop(ekey, (0, 0, [], 0))
+            write = 1 if entry.flags & Flag.WRITE_ATTEMPT else 0
+            mine[ekey] = [count + 1, hard_count + hard, [*eidx[-5:], entry.call_index], writes | write]
+            _trim(mine, _PER_TOOL)
+            _trim(errors, _TOOLS)
+        state.slots[self.name] = slot
 
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
         slot = state.slots.get(self.name)
