@@ -21,7 +21,6 @@ from listening import Listening
 
 need("crewai (pip install 'looptrap[crewai]')", importlib.util.find_spec("crewai") is not None, "crewai")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # no network: nothing to send telemetry to
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 with warnings.catch_warnings():  # crewai's import warns about its own lazy modules (ImportWarning)
     warnings.simplefilter("ignore", ImportWarning)

@@ -39,6 +39,17 @@ _BUDGET_KEYS = (
 )
 _POLICY_KEYS = ("exempt", "mutating", "polling", "keys", "fold_whitespace", "fold_case", "disable", "limits")
 _ACTIONS = ("warn", "advise", "block", "halt")
+_ALERT_KEYS = {
+    "enabled": bool,
+    "calls": int,
+    "repeat_window": int,
+    "repeat_share": float,
+    "expected_seconds": float,
+    "overtime_factor": float,
+    "stale_steps": int,
+    "warn_only": bool,
+}
+_METRICS_KEYS = {"prometheus": bool, "otel": bool, "max_tools": int}
 
 
 class ConfigError(ValueError):
@@ -58,6 +69,7 @@ class ConfigFile:
     guard: GuardConfig = field(default_factory=GuardConfig)
     store: str | None = None
     path: Path | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)  # the [metrics] table as read
 
 
 def find(start: Path | None = None) -> Path | None:
@@ -126,8 +138,12 @@ def dump(config: ConfigFile) -> str:
     set_budgets = [(k, getattr(b, k)) for k in _BUDGET_KEYS if getattr(b, k) is not None]
     if set_budgets:
         lines += ["", "[budgets]", *(f"{k} = {_toml_value(v)}" for k, v in set_budgets)]
-    lines += ["", "[detectors]", f"enabled = {_toml_value([d.name for d in g.detectors])}"]
-    for d in g.detectors:
+    from looptrap.observe.alerts import is_alert
+
+    alerts = [d for d in g.detectors if is_alert(d)]
+    detectors = [d for d in g.detectors if not is_alert(d)]
+    lines += ["", "[detectors]", f"enabled = {_toml_value([d.name for d in detectors])}"]
+    for d in detectors:
         fields = dataclasses.fields(d)  # type: ignore[arg-type]
         lines += ["", f"[detectors.{d.name}]", *(f"{f.name} = {_toml_value(getattr(d, f.name))}" for f in fields)]
     for pattern, pol in g.tools.items():
@@ -136,7 +152,29 @@ def dump(config: ConfigFile) -> str:
             value = _plain(getattr(pol, key))
             if value is not None and value != _plain(getattr(_DEFAULT_POLICY, key)):
                 lines.append(f"{key} = {_toml_value(value)}")
+    if alerts:
+        lines += ["", "[alerts]", *(f"{k} = {_toml_value(v)}" for k, v in _alert_settings(alerts).items())]
+    if config.metrics:
+        lines += ["", "[metrics]", *(f"{k} = {_toml_value(v)}" for k, v in config.metrics.items())]
     return "\n".join(lines) + "\n"
+
+
+def _alert_settings(alerts: list[Any]) -> dict[str, Any]:
+    """The ``[alerts]`` keys that give these alert rules."""
+    by = {d.name: d for d in alerts}
+    out: dict[str, Any] = {}
+    if "calls_per_session" in by:
+        out["calls"] = by["calls_per_session"].threshold
+    if "repeat_share" in by:
+        out["repeat_window"] = by["repeat_share"].threshold
+        out["repeat_share"] = by["repeat_share"].share
+    if "overtime" in by:
+        out["expected_seconds"] = by["overtime"].expected_seconds
+        out["overtime_factor"] = by["overtime"].factor
+    if "nothing_new" in by:
+        out["stale_steps"] = by["nothing_new"].threshold
+    out["warn_only"] = all(d.warn_only for d in alerts)
+    return out
 
 
 # -- reading ----------------------------------------------------------------------------------------------
@@ -154,7 +192,17 @@ class _Reader:
         return ConfigError(where, f"{'.'.join(keys)}: {reason}" if keys else reason)
 
     def read(self, data: dict[str, Any]) -> ConfigFile:
-        known = {"store", "report_tool", "escalation", "budgets", "detectors", "tools", *_GUARD_KEYS}
+        known = {
+            "store",
+            "report_tool",
+            "escalation",
+            "budgets",
+            "detectors",
+            "tools",
+            "alerts",
+            "metrics",
+            *_GUARD_KEYS,
+        }
         self.unknown(data, (), known)
         options: dict[str, Any] = {}
         for key, kind in _GUARD_KEYS.items():
@@ -175,11 +223,56 @@ class _Reader:
         budgets = self.budgets(self.table(data, "budgets"))
         detectors = self.detectors(self.table(data, "detectors"))
         tools = self.tools(self.table(data, "tools"))
+        if "alerts" in data:
+            detectors = (*detectors, *self.alerts(self.table(data, "alerts")))
+        metrics = self.settings(self.table(data, "metrics"), "metrics", _METRICS_KEYS)
+        observers = self.observers(metrics)
         try:
-            guard = GuardConfig(detectors=detectors, budgets=budgets, escalation=escalation, tools=tools, **options)
+            guard = GuardConfig(
+                detectors=detectors, budgets=budgets, escalation=escalation, tools=tools, observers=observers, **options
+            )
         except (TypeError, ValueError) as exc:
             raise self.fail((), str(exc)) from None
-        return ConfigFile(guard=guard, store=store, path=self.path)
+        return ConfigFile(guard=guard, store=store, path=self.path, metrics=metrics)
+
+    def settings(self, data: dict[str, Any], table: str, keys: dict[str, type]) -> dict[str, Any]:
+        """A table of plain settings, each of its type (numbers above 0, shares below 1)."""
+        self.unknown(data, (table,), tuple(keys))
+        out = {}
+        for key, kind in keys.items():
+            if key in data:
+                where = (table, key)
+                out[key] = self.typed(data[key], where, kind) if kind is bool else self.positive(data[key], where, kind)
+        return out
+
+    def alerts(self, data: dict[str, Any]) -> tuple[Any, ...]:
+        from looptrap.observe.alerts import default_alerts
+
+        got = self.settings(data, "alerts", _ALERT_KEYS)
+        if not got.pop("enabled", True):
+            return ()
+        if not got.get("repeat_share", 0.5) < 1:
+            raise self.fail(("alerts", "repeat_share"), f"a fraction between 0 and 1, got {got['repeat_share']}")
+        return default_alerts(**got)
+
+    def observers(self, metrics: dict[str, Any]) -> tuple[Any, ...]:
+        """The process's shared metrics observers that ``[metrics]`` turns on."""
+        out: list[Any] = []
+        max_tools = metrics.get("max_tools", 50)
+        for key, extra, module in (
+            ("prometheus", "prometheus", "prometheus_client"),
+            ("otel", "otel", "opentelemetry"),
+        ):
+            if not metrics.get(key):
+                continue
+            import importlib.util
+
+            if importlib.util.find_spec(module) is None:
+                raise self.fail(("metrics", key), f"needs the {extra} extra: pip install 'looptrap[{extra}]'")
+            from looptrap.observe import shared
+
+            out.append(shared.prometheus(max_tools) if key == "prometheus" else shared.otel(max_tools))
+        return tuple(out)
 
     def table(self, data: dict[str, Any], key: str) -> dict[str, Any]:
         value = data.get(key, {})

@@ -70,6 +70,22 @@ def _main(words: list[str]) -> int:
         from looptrap.cli import config
 
         return config.run(args)
+    if args.command == "analyze":
+        from looptrap.cli import analyze
+
+        return analyze.run(args)
+    if args.command == "chaos":
+        from looptrap.chaos import cli as chaos_cli
+
+        return chaos_cli.run(args)
+    if args.command == "metrics":
+        from looptrap.cli import metrics
+
+        return metrics.run(args)
+    if args.command == "dashboard":
+        from looptrap.cli import dashboard
+
+        return dashboard.run(args)
     from looptrap.cli.demo import run_demo
 
     return run_demo(as_json=args.json)
@@ -189,10 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
         "upstream", nargs=argparse.REMAINDER, metavar="COMMAND", help="the upstream MCP server's command, after --"
     )
 
-    from looptrap.cli import config, sessions
+    from looptrap.chaos import cli as chaos_cli
+    from looptrap.cli import analyze, config, dashboard, metrics, sessions
 
     sessions.add_parser(sub)
     config.add_parser(sub)
+    analyze.add_parser(sub)
+    chaos_cli.add_parser(sub)
+    metrics.add_parser(sub)
+    dashboard.add_parser(sub)
     _describe(parser)
     return parser
 

@@ -108,7 +108,8 @@ class GuardConfig:
     on an internal error instead of allowing the call. ``log_args=True`` puts argument previews in logs
     (off by default: logs carry digests only). ``previews=False`` keeps no argument previews in the state
     at all (summaries then name tools only). ``report_tool``: the name of the honest-way-out tool that
-    messages point to (``None`` when the agent has none).
+    messages point to (``None`` when the agent has none). ``observers``: objects told about every check,
+    verdict and store error (metrics, traces, alert callbacks: see :mod:`looptrap.observe`).
     """
 
     detectors: tuple[Detector, ...] = field(default_factory=default_detectors)
@@ -123,8 +124,11 @@ class GuardConfig:
     arg_volatile_keys: tuple[str, ...] = ARG_VOLATILE_KEYS
     result_volatile_keys: tuple[str, ...] = RESULT_VOLATILE_KEYS
     result_volatile_text: tuple[VolatileText | str, ...] = VOLATILE_TEXT
+    observers: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.observers, tuple):
+            object.__setattr__(self, "observers", tuple(self.observers))
         if not isinstance(self.detectors, tuple):
             object.__setattr__(self, "detectors", tuple(self.detectors))
         names = [d.name for d in self.detectors]

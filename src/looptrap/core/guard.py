@@ -73,6 +73,7 @@ class _GuardBase:
             raise ValueError(f"on_store_error must be 'open' or 'closed', got {on_store_error!r}")
         self._engine = engine
         self.config: GuardConfig = engine.config
+        self._observers = engine.config.observers  # see looptrap.observe (metrics, traces, alert callbacks)
         self._clock = clock
         self._lock = threading.Lock()
         self._log = logger or log
@@ -130,6 +131,8 @@ class _GuardBase:
             self._note_check(args, call, verdict)
         if verdict.signals:  # a sticky halt repeated on every later call is logged once, when it happened
             self._log_verdict(verdict, call)
+        if self._observers:
+            self._observe_check(call.tool, verdict)
         return verdict
 
     def _note_check(self, args: Any, call: Call, verdict: Verdict) -> None:
@@ -186,6 +189,8 @@ class _GuardBase:
                 if len(self._turn_signals) < _TURN_MEMORY:
                     self._turn_signals.append(verdict.reason or verdict.action)
             self._log_verdict(verdict, None)
+            if self._observers:
+                self._observe_verdict(verdict)
         return verdict
 
     def _turn_ended(self, got: Verdict | _Failed) -> Verdict:
@@ -196,6 +201,8 @@ class _GuardBase:
             self._log_turn()
         if verdict.signals:
             self._log_verdict(verdict, None)
+            if self._observers:
+                self._observe_verdict(verdict)
         return verdict
 
     def _new_task_started(self) -> None:
@@ -209,6 +216,8 @@ class _GuardBase:
         if isinstance(got, _Failed):  # the store failed: the model's report still ends this run
             got = self._engine.report_blocked(SessionState(), list(tried), needed)
         self._log_verdict(got, None)
+        if self._observers:
+            self._observe_verdict(got)
         return got
 
     def _report_failed(self, tried: Any, needed: Any) -> Verdict:
@@ -243,6 +252,10 @@ class _GuardBase:
                 "halting" if self.on_store_error == "closed" else "allowing calls unguarded",
                 extra={"run_id": self.session, "store_errors": self.store_errors},
             )
+        if self._observers:
+            from looptrap.observe.base import notify_store_error
+
+            notify_store_error(self._observers, self.session, why)
         return FAILED
 
     def _store_verdict(self) -> Verdict:
@@ -253,6 +266,16 @@ class _GuardBase:
         return ALLOW
 
     # -- internals ----------------------------------------------------------------------------------
+    def _observe_check(self, tool: str, verdict: Verdict) -> None:
+        from looptrap.observe.base import notify_check
+
+        notify_check(self._observers, self.session, tool, verdict, self._state)
+
+    def _observe_verdict(self, verdict: Verdict) -> None:
+        from looptrap.observe.base import notify_verdict
+
+        notify_verdict(self._observers, self.session, verdict, self._state)
+
     def _now(self) -> float | None:
         return self._clock() if self._clock is not None else None
 
@@ -376,6 +399,8 @@ class Guard(_GuardBase):
                         self._note_check(args, call, verdict)
                 if verdict.signals:
                     self._log_verdict(verdict, call)
+                if self._observers:
+                    self._observe_check(call.tool, verdict)
                 return verdict
             return self._checked(args, self._apply(self._check_change(tool, args)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down

@@ -1,0 +1,185 @@
+"""What every importer shares: the record of skipped input, time stamps, JSON lines and documents."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any
+
+import orjson
+
+from looptrap.analysis.trace import TraceError, _read_errors
+
+__all__ = [
+    "ImportOptions",
+    "Problems",
+    "Record",
+    "content_text",
+    "json_document",
+    "json_lines",
+    "looks_like_lines",
+    "maybe_json",
+    "obj",
+    "seconds",
+]
+
+#: One imported event, in trace format v1 (a JSON object with ``session`` and ``type``).
+Record = dict[str, Any]
+
+
+class Problems:
+    """Malformed input met on the way: ``file:line: reason`` each, counted; with ``strict`` the first one
+    raises :class:`~looptrap.analysis.trace.TraceError` instead."""
+
+    def __init__(self, strict: bool = False, keep: int = 20) -> None:
+        self.strict = strict
+        self.keep = keep
+        self.count = 0
+        self.first: list[TraceError] = []
+
+    def add(self, where: str, reason: str) -> None:
+        """Note one skipped record (or raise, when strict)."""
+        self.error(TraceError(where, reason))
+
+    def error(self, err: TraceError) -> None:
+        """Note one skipped record given as an error (or raise it, when strict)."""
+        if self.strict:
+            raise err
+        self.count += 1
+        if len(self.first) < self.keep:
+            self.first.append(err)
+
+    def merge(self, errors: Iterable[TraceError], count: int | None = None) -> None:
+        """Add errors found elsewhere (another process); ``count`` if more were counted than listed."""
+        listed = 0
+        for e in errors:
+            listed += 1
+            self.error(e)
+        if count is not None and count > listed:
+            self.count += count - listed
+
+
+@dataclass(slots=True)
+class ImportOptions:
+    """How to read the input: ``columns`` (call logs: our field -> the log's column) and the session of
+    records that name none (default: the file's name without its extensions)."""
+
+    columns: dict[str, str] = field(default_factory=dict)
+    session: str | None = None
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def seconds(value: Any) -> float | None:
+    """A time as seconds since the epoch: a number (seconds; milliseconds, microseconds or nanoseconds when
+    it is too large to be seconds), a numeric string, or an ISO 8601 time (UTC without a zone). ``None``
+    when it is none of these."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+            except ValueError:
+                return None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            return moment.timestamp()
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    v = float(value)
+    for scale in (1e17, 1e14, 1e11):  # ns, µs, ms since the epoch
+        if abs(v) > scale:
+            return v / (scale / 1e8)
+    return v
+
+
+_JSONISH = re.compile(r"\s*[\[{]")
+
+
+def maybe_json(value: Any) -> Any:
+    """A string that holds a JSON object or array, parsed; anything else as it is."""
+    if isinstance(value, str) and _JSONISH.match(value):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                text = block.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+        return "\n".join(parts)
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return str(content["text"])
+    return ""
+
+
+def json_lines(stream: IO[bytes], name: str, problems: Problems) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each JSON line; a line that is not JSON is noted and skipped. A file that
+    cannot be read to its end is noted (``cannot read on from here``) and ends there."""
+    n = 0
+    try:
+        for n, raw in enumerate(stream, 1):
+            if not raw or raw.isspace():
+                continue
+            try:
+                yield n, orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                problems.add(f"{name}:{n}", f"not valid JSON ({exc.msg})")
+    except _read_errors() as exc:
+        problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
+
+
+def json_document(stream: IO[bytes], name: str, problems: Problems) -> Any:
+    """The whole file as one JSON value, or ``None`` (noted) when it is not one or cannot be read."""
+    try:
+        data = stream.read()
+    except _read_errors() as exc:
+        problems.add(f"{name}:1", f"cannot read on from here ({str(exc) or type(exc).__name__})")
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        line = data[: exc.pos].count(b"\n") + 1 if exc.pos is not None else 1
+        problems.add(f"{name}:{line}", f"not valid JSON ({exc.msg}; cut short?)")
+        return None
+
+
+def looks_like_lines(head: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` is JSON Lines (one value per line) rather than one JSON
+    document spread over lines (a document on a single line reads as one line)."""
+    text = head.lstrip()
+    if not text.startswith(b"{"):
+        return False
+    first, newline, _ = text.partition(b"\n")
+    first = first.strip()
+    if not newline:
+        return True  # one line, or a first line longer than what was looked at
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return True

@@ -1,0 +1,353 @@
+"""Conversation logs: OpenAI Chat Completions messages, OpenAI Responses items and Anthropic Messages, as a
+JSON document (a list of messages, a request or response body) or JSON Lines (one request, response, or
+``{"request": ..., "response": ...}`` pair per line; or one message per line).
+
+A request log repeats the history at every request: calls and results already read (by id) and messages
+already read (by position) are skipped, so each call counts once. A model turn ends where the next model
+output starts after a result or the user's words, and at the end of the conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import IO, Any
+
+from looptrap.analysis.analyze.importers.common import (
+    ImportOptions,
+    Problems,
+    Record,
+    content_text,
+    json_document,
+    json_lines,
+    looks_like_lines,
+    maybe_json,
+    obj,
+    seconds,
+)
+
+__all__ = ["Builder", "read_conversation", "session_of"]
+
+_CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "mcp_call"}
+_RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+
+
+class Builder:
+    """Builds the trace events of one conversation: calls, results, text, the user's words, turn ends."""
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self.turn_open = False
+        self.fed = False  # a result or the user's words since the last model output
+        self.usage: dict[str, float] = {}
+        self.names: dict[str, str] = {}  # call id -> tool
+        self.seen_calls: set[str] = set()
+        self.seen_results: set[str] = set()
+        self.done = 0  # messages read so far (request logs repeat the history)
+        self.anonymous = 0
+        self.anon_open: list[tuple[str, str]] = []  # calls without an id, awaiting their result
+
+    def _base(self, etype: str, seq: int | None, ts: float | None) -> Record:
+        rec: Record = {"session": self.session, "type": etype}
+        if seq is not None:
+            rec["seq"] = seq
+        if ts is not None:
+            rec["ts"] = ts
+        return rec
+
+    def _end(self, seq: int | None, ts: float | None) -> list[Record]:
+        if not self.turn_open:
+            return []
+        rec = self._base("turn_end", seq, ts)
+        rec["usage"] = dict(self.usage) if self.usage else None
+        self.usage = {}
+        self.turn_open = False
+        return [rec]
+
+    def add_usage(self, usage: Any) -> None:
+        """Add a usage report (any provider's keys) to the current model turn."""
+        if not isinstance(usage, dict):
+            return
+        keys = {
+            "input_tokens": ("input_tokens", "prompt_tokens", "input", "prompt_token_count", "promptTokenCount"),
+            "output_tokens": ("output_tokens", "completion_tokens", "output", "candidates_token_count"),
+            "cost_usd": ("cost_usd", "cost", "costUSD"),
+        }
+        for ours, theirs in keys.items():
+            for k in theirs:
+                v = usage.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self.usage[ours] = self.usage.get(ours, 0) + v
+                    break
+
+    def model(
+        self, seq: int | None, ts: float | None, text: str, calls: list[tuple[str | None, str, Any]]
+    ) -> list[Record]:
+        """A model output: its words and its calls ``(id, tool, args)``; a new turn if input came between."""
+        out: list[Record] = []
+        if self.fed or not self.turn_open:
+            out += self._end(seq, ts)
+            self.turn_open = True
+            self.fed = False
+        if text.strip():
+            rec = self._base("text", seq, ts)
+            rec["text"] = text
+            out.append(rec)
+        for call_id, tool, args in calls:
+            if call_id is not None:
+                if call_id in self.seen_calls:
+                    continue
+                self.seen_calls.add(call_id)
+                self.names[call_id] = tool
+            else:
+                self.anonymous += 1
+                call_id = f"anon-{self.anonymous}"
+                self.names[call_id] = tool
+                self.anon_open.append((call_id, tool))
+                del self.anon_open[:-64]
+            rec = self._base("tool_call", seq, ts)
+            rec.update(tool=tool or "(unnamed)", args=maybe_json(args), call_id=call_id)
+            out.append(rec)
+        return out
+
+    def result(
+        self,
+        seq: int | None,
+        ts: float | None,
+        call_id: str | None,
+        output: Any,
+        is_error: bool = False,
+        tool: str | None = None,
+    ) -> list[Record]:
+        """A tool's result, paired with its call by id (without one: the latest open call of ``tool``, else
+        the oldest open call without an id)."""
+        if call_id is not None:
+            if call_id in self.seen_results:
+                return []
+            self.seen_results.add(call_id)
+            name = self.names.get(call_id) or tool
+        else:
+            pick = None
+            for i in range(len(self.anon_open) - 1, -1, -1):
+                if tool is None or self.anon_open[i][1] == tool:
+                    pick = i if tool is not None else 0
+                    break
+            if pick is not None:
+                call_id, name = self.anon_open.pop(pick)
+            else:
+                name = tool
+        rec = self._base("tool_result", seq, ts)
+        rec.update(tool=name or "(unknown)", output=output, is_error=bool(is_error))
+        if call_id is not None:
+            rec["call_id"] = call_id
+        self.fed = True
+        return [rec]
+
+    def user(self, seq: int | None, ts: float | None, text: str) -> list[Record]:
+        """The user's words: the model turn before them ends."""
+        out = self._end(seq, ts)
+        rec = self._base("user_message", seq, ts)
+        rec["text"] = text
+        out.append(rec)
+        self.fed = True
+        return out
+
+    def close(self, seq: int | None = None, ts: float | None = None) -> list[Record]:
+        """The end of the conversation: its last turn ends."""
+        return self._end(seq, ts)
+
+
+def _arguments(fn: Any) -> tuple[str, Any]:
+    if not isinstance(fn, dict):
+        return "(unnamed)", None
+    return str(fn.get("name") or "(unnamed)"), fn.get("arguments", fn.get("input"))
+
+
+def feed_message(b: Builder, msg: Any, seq: int | None, ts: float | None) -> list[Record]:
+    """One message or item of any of the three APIs."""
+    if not isinstance(msg, dict):
+        return []
+    ts = seconds(msg.get("timestamp") or msg.get("created_at")) if ts is None else ts
+    itype = msg.get("type")
+    role = msg.get("role")
+    if itype in _CALL_ITEMS:
+        if itype == "local_shell_call":
+            action = obj(msg.get("action"))
+            return b.model(seq, ts, "", [(_str(msg.get("call_id")), "local_shell", {"command": action.get("command")})])
+        args = msg.get("arguments", msg.get("input"))
+        return b.model(seq, ts, "", [(_str(msg.get("call_id") or msg.get("id")), str(msg.get("name") or ""), args)])
+    if itype in _RESULT_ITEMS:
+        out = msg.get("output")
+        if isinstance(out, list):
+            out = content_text(out)
+        return b.result(seq, ts, _str(msg.get("call_id")), maybe_json(out) if isinstance(out, str) else out)
+    if itype == "reasoning":
+        return []
+    if role in ("system", "developer"):
+        return []
+    content = msg.get("content")
+    if role == "tool":
+        text = content if isinstance(content, str) else content_text(content)
+        return b.result(seq, ts, _str(msg.get("tool_call_id")), text, bool(msg.get("is_error")), _str(msg.get("name")))
+    if role == "function":
+        return b.result(seq, ts, None, content_text(content), False, _str(msg.get("name")))
+    blocks = content if isinstance(content, list) else []
+    if role == "assistant" or role == "model":
+        calls: list[tuple[str | None, str, Any]] = []
+        for tc in msg.get("tool_calls") or []:
+            if isinstance(tc, dict):
+                name, args = _arguments(tc.get("function") or tc)
+                calls.append((_str(tc.get("id")), name, args))
+        if isinstance(msg.get("function_call"), dict):
+            name, args = _arguments(msg["function_call"])
+            calls.append((None, name, args))
+        texts = []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype in ("tool_use", "server_tool_use"):
+                calls.append((_str(block.get("id")), str(block.get("name") or ""), block.get("input")))
+            elif btype in ("text", "output_text") and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+        text = content if isinstance(content, str) else "\n".join(texts)
+        made = b.model(seq, ts, text, calls)
+        b.add_usage(msg.get("usage"))
+        return made
+    if role == "user":
+        got: list[Record] = []
+        texts = [content] if isinstance(content, str) else []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                body = block.get("content")
+                body = body if isinstance(body, str) else content_text(body)
+                got += b.result(seq, ts, _str(block.get("tool_use_id")), body, bool(block.get("is_error")))
+            elif block.get("type") in ("text", "input_text") and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+        text = "\n".join(t for t in texts if t.strip())
+        if text:
+            got += b.user(seq, ts, text)
+        return got
+    return []
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def session_of(record: dict[str, Any]) -> str | None:
+    """A conversation's id as logs usually carry it (top level or ``metadata``)."""
+    for holder in (record, obj(record.get("metadata"))):
+        for key in ("session", "session_id", "sessionId", "conversation_id", "thread_id", "conversation"):
+            v = holder.get(key)
+            if isinstance(v, dict):
+                v = v.get("id")
+            if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+                return str(v)
+    return None
+
+
+def _messages(obj: Any) -> list[Any] | None:
+    """The history a document or request carries (``None``: it carries none)."""
+    if isinstance(obj, list):
+        return obj
+    if not isinstance(obj, dict):
+        return None
+    for key in ("messages", "input", "history", "conversation"):
+        v = obj.get(key)
+        if isinstance(v, list):
+            return v
+    return None
+
+
+def _outputs(obj: dict[str, Any]) -> list[Any]:
+    """What a response body adds: Responses ``output``, Chat ``choices[].message``, an Anthropic message."""
+    if isinstance(obj.get("output"), list):
+        return list(obj["output"])
+    if isinstance(obj.get("choices"), list):
+        return [c.get("message") for c in obj["choices"] if isinstance(c, dict) and isinstance(c.get("message"), dict)]
+    if obj.get("type") == "message" and obj.get("role") == "assistant":
+        return [obj]
+    return []
+
+
+def _feed_snapshot(b: Builder, obj: Any, seq: int | None, ts: float | None) -> list[Record]:
+    out: list[Record] = []
+    msgs = _messages(obj)
+    if msgs is not None:
+        start = b.done if len(msgs) >= b.done else 0
+        for i, m in enumerate(msgs):
+            if i < start and not _has_id(m):
+                continue
+            out += feed_message(b, m, seq, ts)
+        b.done = len(msgs)
+    if isinstance(obj, dict):
+        response = obj.get("response")
+        body = response if isinstance(response, dict) else obj
+        for m in _outputs(body):
+            out += feed_message(b, m, seq, ts)
+        b.add_usage(body.get("usage"))
+        if msgs is None and "role" in obj:
+            out += feed_message(b, obj, seq, ts)
+    return out
+
+
+def _has_id(m: Any) -> bool:
+    if not isinstance(m, dict):
+        return False
+    if m.get("tool_calls") or m.get("call_id") or m.get("tool_call_id"):
+        return True
+    content = m.get("content")
+    return isinstance(content, list) and any(
+        isinstance(c, dict) and c.get("type") in ("tool_use", "tool_result") for c in content
+    )
+
+
+def read_conversation(stream: IO[bytes], name: str, problems: Problems, options: ImportOptions) -> Iterator[Record]:
+    """Trace events from a conversation log (a JSON document, or JSON Lines)."""
+    default = options.session or name
+    head = stream.peek(1 << 16)[: 1 << 16] if hasattr(stream, "peek") else b""
+    lines = looks_like_lines(head)
+    builders: dict[str, Builder] = {}
+    if not lines:
+        doc = json_document(stream, name, problems)
+        if doc is None:
+            return
+        session = (session_of(doc) if isinstance(doc, dict) else None) or default
+        b = Builder(session)
+        if _messages(doc) is None and not (isinstance(doc, dict) and _outputs(doc)):
+            problems.add(f"{name}:1", "no messages, input items or response output in this JSON document")
+            return
+        yield from _feed_snapshot(b, doc, None, None)
+        yield from b.close()
+        return
+    for n, line in json_lines(stream, name, problems):
+        if not isinstance(line, (dict, list)):
+            problems.add(f"{name}:{n}", f"expected a JSON object, got {type(line).__name__}")
+            continue
+        where = line.get("request") if isinstance(line, dict) and isinstance(line.get("request"), dict) else line
+        session = (
+            (session_of(line) if isinstance(line, dict) else None)
+            or (session_of(where) if isinstance(where, dict) else None)
+            or default
+        )
+        b = builders.get(session) or builders.setdefault(session, Builder(session))
+        ts = (
+            seconds(line.get("timestamp") or line.get("ts") or line.get("created_at") or line.get("created"))
+            if isinstance(line, dict)
+            else None
+        )
+        got = _feed_snapshot(b, where, n, ts)
+        if isinstance(line, dict) and where is not line and isinstance(line.get("response"), dict):
+            for m in _outputs(line["response"]):
+                got += feed_message(b, m, n, ts)
+            b.add_usage(line["response"].get("usage"))
+        if (
+            not got
+            and _messages(where) is None
+            and not (isinstance(where, dict) and (_outputs(where) or "role" in where))
+        ):
+            problems.add(f"{name}:{n}", "not a conversation record (no messages, input, output or role)")
+        yield from got
+    for b in builders.values():
+        yield from b.close()

@@ -1,0 +1,150 @@
+"""SWE-agent ``.traj`` and mini-swe-agent ``.traj.json`` trajectories (one run each; the session is the file's
+name without its extensions).
+
+* SWE-agent: ``{"trajectory": [{"action", "observation", "thought", "response", "execution_time", ...}],
+  "info": {"exit_status", "model_stats": {"instance_cost", "tokens_sent", "tokens_received"}}}``. Each step
+  is one call of the agent's shell, ``bash`` with ``{"command": action}``, and one model turn; an empty
+  action is a turn without a valid call. The trajectory records only the run's total cost and tokens:
+  they are spread evenly over its steps.
+* mini-swe-agent: ``{"info": {...}, "messages": [...], "trajectory_format": "mini-swe-agent-1..."}``, OpenAI
+  chat messages. An assistant message runs the command in its ``extra.actions`` (format 1.1) or in its
+  one fenced ``bash`` block (format 1); the next user message is the output (``<returncode>``,
+  ``<output>``); ``extra.cost`` and ``extra.timestamp`` are kept. An assistant message with no command is
+  a turn without a valid call. Tool-calling models' messages (``tool_calls``, role ``tool``) are read as
+  OpenAI chat messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import IO
+
+from looptrap.analysis.analyze.importers.common import (
+    ImportOptions,
+    Problems,
+    Record,
+    content_text,
+    json_document,
+    obj,
+    seconds,
+)
+from looptrap.analysis.analyze.importers.conversation import Builder, feed_message
+
+__all__ = ["read_mini_swe_agent", "read_swe_agent"]
+
+_FENCE = re.compile(r"```(?:bash|sh|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+
+
+def read_swe_agent(stream: IO[bytes], name: str, problems: Problems, options: ImportOptions) -> Iterator[Record]:
+    """Trace events from a SWE-agent trajectory."""
+    doc = json_document(stream, name, problems)
+    if doc is None:
+        return
+    steps = doc.get("trajectory") if isinstance(doc, dict) else None
+    if not isinstance(steps, list):
+        problems.add(f"{name}:1", "a SWE-agent trajectory is a JSON object with a 'trajectory' list")
+        return
+    session = options.session or name
+    info = obj(doc.get("info"))
+    stats = obj(info.get("model_stats"))
+    share = max(len(steps), 1)
+    cost = stats.get("instance_cost")
+    usage: dict[str, float] = {
+        "input_tokens": int(stats.get("tokens_sent") or 0) // share,
+        "output_tokens": int(stats.get("tokens_received") or 0) // share,
+    }
+    if isinstance(cost, (int, float)):
+        usage["cost_usd"] = cost / share
+    for i, step in enumerate(steps, 1):
+        if not isinstance(step, dict):
+            problems.add(f"{name}:step {i}", "a trajectory step must be a JSON object")
+            continue
+        action = step.get("action")
+        base: Record = {"session": session, "seq": i}
+        if isinstance(step.get("thought"), str) and step["thought"].strip():
+            yield {**base, "type": "text", "text": step["thought"]}
+        if not isinstance(action, str) or not action.strip():
+            yield {**base, "type": "turn_end", "usage": usage, "error": "no valid tool call"}
+            continue
+        cid = f"step-{i}"
+        yield {**base, "type": "tool_call", "tool": "bash", "args": {"command": action.strip()}, "call_id": cid}
+        obs = step.get("observation")
+        yield {**base, "type": "tool_result", "tool": "bash", "call_id": cid, "output": obs if obs is not None else ""}
+        yield {**base, "type": "turn_end", "usage": usage}
+
+
+def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, options: ImportOptions) -> Iterator[Record]:
+    """Trace events from a mini-swe-agent trajectory."""
+    doc = json_document(stream, name, problems)
+    if doc is None:
+        return
+    messages = doc.get("messages") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
+    if not isinstance(messages, list):
+        problems.add(f"{name}:1", "a mini-swe-agent trajectory is a JSON object with a 'messages' list")
+        return
+    session = options.session or name
+    b = Builder(session)
+    open_call: str | None = None
+    calls = 0
+    for i, m in enumerate(messages, 1):
+        if not isinstance(m, dict):
+            problems.add(f"{name}:message {i}", "a message must be a JSON object")
+            continue
+        extra = obj(m.get("extra"))
+        ts = seconds(extra.get("timestamp"))
+        role = m.get("role")
+        if m.get("tool_calls") or role == "tool":
+            yield from feed_message(b, m, i, ts)
+            continue
+        text = content_text(m.get("content"))
+        if role == "assistant":
+            actions = [a.get("command") for a in extra.get("actions") or [] if isinstance(a, dict)]
+            if not actions:
+                actions = _FENCE.findall(text)
+            commands = [a for a in actions if isinstance(a, str) and a.strip()]
+            if len(commands) != 1 and "actions" not in extra:
+                commands = []  # format 1 runs exactly one block; anything else is a format error
+            out = b.model(i, ts, text, [])
+            if isinstance(extra.get("cost"), (int, float)):
+                b.add_usage({"cost_usd": extra["cost"]})
+            yield from out
+            if not commands:
+                b.fed = True
+                yield {"session": session, "type": "turn_end", "seq": i, "error": "no valid tool call"}
+                b.turn_open = False
+                continue
+            for cmd in commands:
+                calls += 1
+                open_call = f"call-{calls}"
+                yield {
+                    "session": session,
+                    "type": "tool_call",
+                    "seq": i,
+                    "tool": "bash",
+                    "args": {"command": cmd.strip()},
+                    "call_id": open_call,
+                    **({"ts": ts} if ts is not None else {}),
+                }
+        elif role == "user" and open_call is not None:
+            code = extra.get("returncode")
+            if code is None:
+                found = _RETURNCODE.search(text)
+                code = int(found.group(1)) if found else None
+            rec: Record = {
+                "session": session,
+                "type": "tool_result",
+                "seq": i,
+                "tool": "bash",
+                "call_id": open_call,
+                "output": text,
+            }
+            if isinstance(code, int) and code != 0:
+                rec["is_error"] = True
+            if ts is not None:
+                rec["ts"] = ts
+            open_call = None
+            b.fed = True
+            yield rec
+    yield from b.close()

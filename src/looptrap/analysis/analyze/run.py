@@ -1,0 +1,409 @@
+"""``looptrap analyze`` end to end: resolve the inputs, import what is not a trace, compute the statistics in
+DuckDB, run the detectors on every core (sessions split by the hash of their id), build the report."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import xxhash
+
+from looptrap.analysis.analyze.fleet import build_fleet
+from looptrap.analysis.analyze.importers import FORMATS, ImportOptions, Problems, detect_format, read_records
+from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
+from looptrap.analysis.trace import TraceError, _read_errors, iter_events, open_trace
+from looptrap.core.config import GuardConfig
+
+__all__ = ["AnalyzeOptions", "Report", "Source", "analyze", "expand_inputs", "prepare_sources"]
+
+_EXTENSIONS = (".jsonl", ".json", ".ndjson", ".traj", ".csv", ".tsv", ".parquet", ".gz", ".zst", ".zstd", ".log")
+_PARALLEL_BYTES = 32 << 20
+Progress = Callable[[Iterable[bytes], IO[bytes]], Iterable[bytes]]
+
+
+@dataclass(slots=True)
+class AnalyzeOptions:
+    """How to analyse: ``fmt`` (``auto`` or a name of :data:`~looptrap.analysis.analyze.importers.FORMATS`),
+    call-log ``columns``, ``strict`` (stop at the first malformed record), ``detectors`` (``False``: the
+    statistics only), ``jobs`` (processes for the detectors; ``None``: one per core, up to 4, for inputs
+    over 32 MiB), the guard ``config``, ``burst_seconds``, the number of ``top`` signatures, a
+    ``progress`` wrapper for the lines the first process reads, and ``phase``, told what runs before the
+    detector pass (``None`` when it starts or the analysis ends)."""
+
+    fmt: str = "auto"
+    columns: dict[str, str] = field(default_factory=dict)
+    strict: bool = False
+    detectors: bool = True
+    jobs: int | None = None
+    config: GuardConfig | None = None
+    burst_seconds: float = BURST_SECONDS
+    top: int = 20
+    progress: Progress | None = None
+    phase: Callable[[str | None], None] | None = None
+
+
+@dataclass(slots=True)
+class Source:
+    """One input as the analysis reads it: ``path`` (the file, or its plain trace-format copy when it had to
+    be imported, decompressed or read from stdin), ``name`` (as messages show it) and its format."""
+
+    path: str
+    name: str
+    fmt: str
+    copied: bool = False
+
+
+@dataclass(slots=True)
+class Report:
+    """The analysis: per-session results, the fleet, the inputs, and what was skipped."""
+
+    sessions: list[SessionAnalysis]
+    fleet: dict[str, Any]
+    inputs: list[dict[str, str]]
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    detectors: bool = True
+
+    @property
+    def looped(self) -> list[SessionAnalysis]:
+        """The sessions in which the guard would have intervened."""
+        return [a for a in self.sessions if a.loop]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document."""
+        return {
+            "version": 1,
+            "detectors": self.detectors,
+            "inputs": self.inputs,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "fleet": self.fleet,
+            "sessions": [a.to_dict() for a in self.sessions],
+        }
+
+
+def expand_inputs(specs: list[str]) -> list[str]:
+    """Files, directories (every log file under them), globs and ``-`` (stdin) as a list of paths, each
+    directory's and glob's in sorted order. Raises ``FileNotFoundError`` for an input that matches nothing."""
+    out: list[str] = []
+    for spec in specs:
+        if spec == "-":
+            out.append(spec)
+        elif os.path.isdir(spec):
+            found = sorted(
+                str(p)
+                for p in Path(spec).rglob("*")
+                if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(_EXTENSIONS)
+            )
+            if not found:
+                raise FileNotFoundError(f"{spec}: a directory with no log files in it")
+            out += found
+        elif os.path.exists(spec):
+            out.append(spec)
+        elif glob.has_magic(spec):
+            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+            if not found:
+                raise FileNotFoundError(f"{spec}: no file matches")
+            out += found
+        else:
+            raise FileNotFoundError(f"{spec}: no such file or directory")
+    return out
+
+
+def _head(path: str) -> bytes:
+    """The first (decompressed) bytes of a file, as many as can be read up to 64 KiB."""
+    got = b""
+    with open_trace(path) as (stream, _):
+        try:
+            while len(got) < 1 << 16 and (chunk := stream.read(4096)):
+                got += chunk
+        except _read_errors():
+            pass
+    return got
+
+
+def _plain(path: str) -> bool:
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    return magic[:2] != b"\x1f\x8b" and magic != b"\x28\xb5\x2f\xfd" and stat.S_ISREG(os.stat(path).st_mode)
+
+
+_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
+def _default(v: Any) -> Any:
+    return str(v)
+
+
+def prepare_sources(paths: list[str], opts: AnalyzeOptions, problems: Problems, workdir: str) -> list[Source]:
+    """Each input as a plain trace-format file: a plain trace as it is; anything else imported (or
+    decompressed, or read from stdin) into a copy under ``workdir``. Unreadable inputs are noted."""
+    sources: list[Source] = []
+    options = ImportOptions(dict(opts.columns))
+    for i, path in enumerate(paths):
+        name = "<stdin>" if path == "-" else path
+        if path == "-":
+            if sys.stdin is None:
+                problems.add("<stdin>:1", "stdin is closed")
+                continue
+            copy = os.path.join(workdir, f"stdin-{i}")
+            with open(copy, "wb") as out:
+                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+            path = copy
+        try:
+            fmt = opts.fmt if opts.fmt != "auto" else detect_format(name, _head(path))
+        except TraceError as exc:  # zstd without the zstandard package
+            problems.error(exc)
+            continue
+        except OSError as exc:
+            problems.add(f"{name}:1", f"cannot read: {exc.strerror or exc}")
+            continue
+        if fmt is None:
+            problems.add(f"{name}:1", "cannot tell the format of this file (name it with --format)")
+            continue
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}")
+        if fmt == "trace" and path == name and _plain(path):
+            sources.append(Source(path, name, fmt))
+            continue
+        copy = os.path.join(workdir, f"input-{i}.jsonl")
+        with open(copy, "wb", buffering=1 << 20) as out:
+            if fmt == "trace":
+                _copy_trace(path, name, out, problems)
+            else:
+                for n, rec in enumerate(read_records(path, fmt, name, problems, options), 1):
+                    rec["_n"] = n
+                    out.write(orjson.dumps(rec, default=_default, option=_DUMP) + b"\n")
+        sources.append(Source(copy, name, fmt, copied=True))
+    return sources
+
+
+def _copy_trace(path: str, name: str, out: IO[bytes], problems: Problems) -> None:
+    """A compressed trace or stdin, decompressed line for line (line numbers stay the same)."""
+    n = 0
+    try:
+        with open_trace(path) as (stream, _):
+            for n, line in enumerate(stream, 1):  # noqa: B007 - n is read after the loop
+                out.write(line if line.endswith(b"\n") else line + b"\n")
+    except TraceError as exc:
+        problems.error(exc)
+    except _read_errors() as exc:
+        problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
+
+
+# -- the detector pass ----------------------------------------------------------------------------------
+_Job = tuple[list[Source], int, bool, "GuardConfig | None", dict[str, int], float, "Progress | None"]
+_Shard = tuple[list[SessionAnalysis], list[TraceError], list[str], "TraceError | None", dict[str, list[int]]]
+_JOB: _Job | None = None
+
+
+def _owned(session: str, *, jobs: int, shard: int) -> bool:
+    return xxhash.xxh3_64_intdigest(session.encode("utf-8", "surrogatepass")) % jobs == shard
+
+
+def _run_shard(shard: int) -> _Shard:
+    assert _JOB is not None
+    return run_shard(_JOB, shard)
+
+
+def run_shard(job: _Job, shard: int) -> _Shard:
+    """One process's part of the detector pass: the sessions that hash to ``shard``, each finished (and its
+    memory freed) as soon as its last event (by ``counts``) is read."""
+    sources, jobs, strict, config, counts, burst, progress = job
+    warnings: list[str] = []
+    errors: list[TraceError] = []
+    an = SessionAnalyzer(config, warn=warnings.append, burst_seconds=burst)
+    keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
+    remaining = dict(counts) if jobs <= 1 else {s: n for s, n in counts.items() if _owned(s, jobs=jobs, shard=shard)}
+    finished: set[str] = set()
+    done: list[SessionAnalysis] = []
+    fatal = None
+    for src in sources:
+        an.source = src.name
+        try:
+            with open_trace(src.path) as (stream, raw):
+                lines: Iterable[bytes] = progress(stream, raw) if progress is not None and shard == 0 else stream
+                for ev in iter_events(lines, name=src.name, skip_invalid=not strict, errors=errors, keep=keep):
+                    name = ev.session
+                    if name in finished:
+                        finished.discard(name)
+                        warnings.append(f"session {name!r} had more events than counted: its report is split")
+                    an.feed(ev)
+                    left = remaining.get(name)
+                    if left is not None:
+                        if left <= 1:
+                            del remaining[name]
+                            got = an.finish(name)
+                            if got is not None:
+                                done.append(got)
+                                finished.add(name)
+                        else:
+                            remaining[name] = left - 1
+        except TraceError as exc:
+            if strict:
+                fatal = exc
+                break
+            errors.append(exc)  # this file ends here; the others are read on
+    done += an.finish_all()
+    return done, errors, warnings, fatal, an.tool_results
+
+
+def _detect(sources: list[Source], opts: AnalyzeOptions, counts: dict[str, int], jobs: int) -> list[_Shard]:
+    global _JOB
+    job: _Job = (sources, jobs, opts.strict, opts.config, counts, opts.burst_seconds, opts.progress)
+    if jobs <= 1:
+        return [run_shard(job, 0)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _JOB = job  # inherited by the forked workers
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_run_shard, range(jobs)))
+    finally:
+        _JOB = None
+
+
+def _line_of(error: TraceError) -> tuple[str, int]:
+    where, _, line = error.where.rpartition(":")
+    return (where, int(line)) if line.isdigit() else (error.where, 0)
+
+
+def analyze(inputs: list[str], opts: AnalyzeOptions | None = None) -> Report:
+    """Analyse logs (paths, directories, globs, ``-``). Raises ``FileNotFoundError`` for a missing input,
+    :class:`~looptrap.analysis.trace.TraceError` for malformed input when ``opts.strict``, ``ImportError``
+    when DuckDB is not installed."""
+    opts = opts or AnalyzeOptions()
+    problems = Problems(opts.strict)
+    paths = expand_inputs(inputs)
+    phase = opts.phase or (lambda _: None)
+    try:
+        with tempfile.TemporaryDirectory(prefix="looptrap-analyze-") as workdir:
+            phase("reading the inputs")
+            sources = prepare_sources(paths, opts, problems, workdir)
+            return _analyze_sources(sources, opts, problems, phase)
+    finally:
+        phase(None)
+
+
+def _analyze_sources(
+    sources: list[Source], opts: AnalyzeOptions, problems: Problems, phase: Callable[[str | None], None]
+) -> Report:
+    from looptrap.analysis.analyze.sql import Statistics
+
+    files = [s.path for s in sources]
+    inputs = [{"name": s.name, "format": s.fmt} for s in sources]
+    warnings: list[str] = []
+    if not files:
+        return Report(
+            [],
+            build_fleet([], tool_results={}, top_signatures=[], events=0, detectors=opts.detectors),
+            inputs,
+            problems.count,
+            [str(e) for e in problems.first],
+            warnings,
+            opts.detectors,
+        )
+    phase("computing the statistics (DuckDB)")
+    stats = Statistics(files, calls_only=opts.detectors)
+    try:
+        top = stats.top_signatures(opts.top)
+        events = stats.totals()[0]
+        if not opts.detectors:
+            return _statistics_only(stats, sources, opts, problems, top, inputs, warnings)
+        counts = stats.counts()
+    finally:
+        stats.close()
+    total = sum(os.path.getsize(f) for f in files)
+    jobs = opts.jobs or (min(os.cpu_count() or 1, 4) if total > _PARALLEL_BYTES else 1)
+    phase(None)  # the detector pass shows its own progress
+    parts = _detect(sources, opts, counts, jobs)
+    fatals = [p[3] for p in parts if p[3] is not None]
+    if fatals:
+        raise min(fatals, key=_line_of)
+    said: dict[str, None] = {}
+    unique: dict[str, TraceError] = {}
+    tool_results: dict[str, list[int]] = {}
+    sessions: list[SessionAnalysis] = []
+    for done, errors, warns, _, tr in parts:
+        sessions += done
+        said.update(dict.fromkeys(warns))
+        for e in errors:
+            unique[e.where] = e
+        for tool, counts_ in tr.items():
+            acc = tool_results.setdefault(tool, [0, 0, 0])
+            for i, v in enumerate(counts_):
+                acc[i] += v
+    problems.merge(sorted(unique.values(), key=_line_of))
+    order = {s.name: i for i, s in enumerate(sources)}
+    sessions.sort(key=lambda a: (order.get(a.source, 0), a.first_line, a.session))
+    warnings += list(said)
+    fleet = build_fleet(sessions, tool_results=tool_results, top_signatures=top, events=events)
+    return Report(sessions, fleet, inputs, problems.count, [str(e) for e in problems.first], warnings, True)
+
+
+def _statistics_only(
+    stats: Any,
+    sources: list[Source],
+    opts: AnalyzeOptions,
+    problems: Problems,
+    top: list[dict[str, Any]],
+    inputs: list[dict[str, str]],
+    warnings: list[str],
+) -> Report:
+    """``--no-detectors``: the report from DuckDB alone."""
+    events, _, bad = stats.totals()
+    sessions = [_from_sql(row) for row in stats.sessions(opts.burst_seconds)]
+    needed = stats.needed((opts.config or GuardConfig()).report_tool or "report_blocked")
+    for a in sessions:
+        a.needed = needed.get(a.session, [])
+    tools = stats.tools()
+    fleet = build_fleet(
+        sessions,
+        tool_results={t: v[2:] for t, v in tools.items()},
+        top_signatures=top,
+        events=events,
+        detectors=False,
+        tool_sessions={t: v[:2] for t, v in tools.items()},
+    )
+    if bad:
+        _check_trace_lines(sources, problems)  # only then: name the malformed lines
+    return Report(sessions, fleet, inputs, problems.count, [str(e) for e in problems.first], warnings, False)
+
+
+def _check_trace_lines(sources: list[Source], problems: Problems) -> None:
+    """Statistics only: the malformed lines of trace files are still found and counted (cheaply: no engine)."""
+    for src in sources:
+        errors: list[TraceError] = []
+        try:
+            for _ in iter_events(src.path, name=src.name, skip_invalid=True, errors=errors):
+                pass
+        except TraceError as exc:
+            errors.append(exc)
+        for e in errors:
+            problems.error(e)
+
+
+def _from_sql(row: dict[str, Any]) -> SessionAnalysis:
+    a = SessionAnalysis(row["session"])
+    a.partial = True
+    a.tool_calls = row["tool_calls"]
+    a.distinct_calls = row["distinct_calls"]
+    a.new_in_second_half = row["new_in_second_half"]
+    a.intervals = row["intervals"]
+    a.bursts, a.burst_calls = row["bursts"], row["burst_calls"]
+    a.tokens, a.cost_usd = row["tokens"], row["cost_usd"]
+    a.first_line = row["first_line"]
+    return a

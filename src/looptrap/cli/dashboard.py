@@ -1,0 +1,78 @@
+"""``looptrap dashboard``: a live web page over the sessions of a store (see docs/dashboard.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from looptrap.core.printable import one_line
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["add_parser", "run"]
+
+TOKEN_ENV = "LOOPTRAP_DASHBOARD_TOKEN"
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``dashboard`` sub-command to the CLI's sub-parsers."""
+    from looptrap.cli.sessions import add_store_option
+
+    d = sub.add_parser(
+        "dashboard",
+        help="a live web page over the sessions of a store",
+        description="Serve a small live web page over a SQLite or Redis store: active sessions with their "
+        "calls, call rate, signals and stale stretch, a runaway first; one session's recent calls and what the "
+        "model said it needed. On 127.0.0.1 by default; elsewhere a token is required (--token, "
+        f"${TOKEN_ENV}, or one made up and printed). See docs/dashboard.md.",
+    )
+    add_store_option(d)
+    d.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    d.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: any free port)")
+    d.add_argument("--token", help=f"require this token in every request (default: ${TOKEN_ENV})")
+    d.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between store reads (default: 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; a one-line error (exit 2) when it cannot start."""
+    import secrets
+    import threading
+
+    from looptrap.cli.sessions import store_url
+    from looptrap.dashboard import Dashboard, is_loopback
+    from looptrap.stores import open_store
+    from looptrap.stores.url import redact
+
+    if not args.poll > 0:
+        return _error(f"--poll must be above 0, got {args.poll}")
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is None and not is_loopback(args.host):
+        token = secrets.token_urlsafe(18)
+    url = store_url(args.store)
+    try:
+        store = open_store(url, create=False)
+    except (ValueError, ImportError) as exc:
+        return _error(str(exc))
+    try:
+        dash = Dashboard(store, host=args.host, port=args.port, token=token, poll=args.poll)
+    except OSError as exc:
+        store.close()
+        return _error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    except ValueError as exc:
+        store.close()
+        return _error(str(exc))
+    dash.start()
+    print(f"looptrap: dashboard of {redact(url)} at {dash.url}", file=sys.stderr, flush=True)
+    try:
+        threading.Event().wait()
+    finally:
+        dash.stop()
+        store.close()
+    return 0
+
+
+def _error(message: str) -> int:
+    print(f"looptrap: {one_line(message, 1000)}", file=sys.stderr)
+    return 2

@@ -1,0 +1,99 @@
+"""The HTML report in a real browser (Debian's Chromium, headless): it renders with no console message at
+all (no error, no warning), its script runs, and it shows the charts and the numbers of the analysis.
+Skipped where Chromium is not installed, failed in CI (``.ci/run`` installs it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import need
+from looptrap.analysis.analyze import analyze
+from looptrap.analysis.analyze.render_html import render_html
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
+
+
+def chromium() -> str:
+    found = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
+    need("Chromium (apt-get install chromium)", found is not None)
+    assert found is not None
+    return found
+
+
+def browse(page: Path, *extra: str) -> tuple[str, str]:
+    """The DOM after the page's scripts ran, and Chromium's log (console messages included)."""
+    proc = subprocess.run(
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--user-data-dir={page.parent / 'profile'}",
+            *extra,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def report_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    d = tmp_path_factory.mktemp("html")
+    sys.path.insert(0, str(BENCH))
+    try:
+        import analyze as bench  # benchmarks/analyze.py
+    finally:
+        sys.path.remove(str(BENCH))
+    log = d / "fleet.jsonl"
+    bench.generate(log, 4000, seed=5)
+    report = analyze([str(log)])
+    page = d / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    return page, report
+
+
+def test_report_renders_without_console_messages(report_page: tuple[Path, object]) -> None:
+    page, report = report_page
+    dom, log = browse(page, "--dump-dom")
+    console = [line for line in log.splitlines() if ":CONSOLE" in line]
+    assert console == [], console
+    assert 'data-rendered="yes"' in dom  # the script ran to its end
+    assert re.search(r'<pre id="js-errors">\s*</pre>', dom)
+    charts = int(re.search(r'data-charts="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    assert charts >= 5
+    for chart in ("chart-calls", "timeline-0", "chart-tools", "chart-shapes", "table-sessions"):
+        assert f'id="{chart}"' in dom, chart
+    fleet = report.fleet  # type: ignore[attr-defined]
+    assert f'data-sessions="{fleet["sessions"]}"' in dom
+    assert f"<b>{fleet['sessions']:,}</b><span>sessions</span>" in dom
+    assert f"<b>{fleet['loops']['sessions']:,}</b><span>sessions with a loop</span>" in dom
+    assert f"<b>{fleet['tool_calls']:,}</b><span>tool calls</span>" in dom
+    assert "pathological-0" in dom
+    assert "outliers above" in dom
+    assert 'class="dot outlier"' in dom
+    assert 'class="stale-band"' in dom
+
+
+def test_report_screenshot(report_page: tuple[Path, object]) -> None:
+    page, _ = report_page
+    shot = page.parent / "shot.png"
+    browse(page, f"--screenshot={shot}", "--window-size=1000,1400", "--hide-scrollbars")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000
