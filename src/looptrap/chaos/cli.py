@@ -14,32 +14,10 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "load", "run"]
 
 
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
-def _seconds(text: str) -> float:
-    import argparse
-
-    try:
-        s = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not s > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return s
-
-
 def add_parser(sub: Any) -> None:
     """Add ``chaos`` to the ``looptrap`` command's sub-commands."""
+    from looptrap.cli import argtypes
+
     p = sub.add_parser(
         "chaos",
         help="run every fault against every tool of an agent and print the fault matrix",
@@ -61,10 +39,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tool", action="append", metavar="NAME", help="put faults on this tool only (repeatable)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="the seed of the faults' schedules (default 0)")
     p.add_argument(
-        "--max-calls", type=_positive, default=30, metavar="N", help="the ceiling: tool calls per run (default 30)"
+        "--max-calls",
+        type=argtypes.whole_number,
+        default=30,
+        metavar="N",
+        help="the ceiling: tool calls per run (default 30)",
     )
     p.add_argument(
-        "--max-seconds", type=_seconds, default=30.0, metavar="S", help="the ceiling: seconds per run (default 30)"
+        "--max-seconds",
+        type=argtypes.seconds,
+        default=30.0,
+        metavar="S",
+        help="the ceiling: seconds per run (default 30)",
     )
     p.add_argument(
         "--guard",

@@ -28,32 +28,10 @@ _FORMATS = (
 )
 
 
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
-def _millis(text: str) -> float:
-    import argparse
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {v}")
-    return v
-
-
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``analyze`` to the ``looptrap`` command's sub-commands."""
+    from looptrap.cli import argtypes
+
     p = sub.add_parser(
         "analyze",
         help="log forensics: which sessions looped, from which call, in which shape, at what cost",
@@ -85,16 +63,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument(
         "--jobs",
-        type=_positive,
+        type=argtypes.whole_number,
         metavar="N",
         help="processes for the detectors (default: one per core, up to 4, for inputs over 32 MiB, else 1)",
     )
     p.add_argument(
-        "--top", type=_positive, default=20, metavar="N", help="repeated call signatures to list (default 20)"
+        "--top",
+        type=argtypes.whole_number,
+        default=20,
+        metavar="N",
+        help="repeated call signatures to list (default 20)",
     )
     p.add_argument(
         "--burst-ms",
-        type=_millis,
+        type=argtypes.milliseconds,
         default=50.0,
         metavar="MS",
         help="identical calls closer than this are a burst (default 50)",

@@ -91,23 +91,12 @@ def _main(words: list[str]) -> int:
     return run_demo(as_json=args.json)
 
 
-def _jobs(text: str) -> int:
-    import argparse
-
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command's parser: every sub-command, with a description for its ``--help``."""
     import argparse
 
     from looptrap import __version__
+    from looptrap.cli import argtypes
 
     parser = argparse.ArgumentParser(
         prog="looptrap",
@@ -136,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--jobs",
-        type=_jobs,
+        type=argtypes.whole_number,
         default=None,
         metavar="N",
         help="processes to use, at least 1 (sessions are split between them); default: one per core, up to 4, "
