@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent_tools import ADVICE, BLOCKED, QUESTION, REFUND, Tools
 from conftest import need
 from listening import Listening
 
@@ -21,38 +22,6 @@ from dspy.utils import DummyLM  # noqa: E402
 from looptrap import Budgets, Guard, GuardPool, LoopHalted  # noqa: E402
 from looptrap.integrations.dspy import GuardedReAct  # noqa: E402
 from looptrap.testing import step as guard_step  # noqa: E402
-
-ADVICE = "You have called search_docs with these exact arguments 3 times"
-BLOCKED = "Blocked: this call was not run."
-REFUND = {"query": "refund policy"}
-QUESTION = "What is the refund policy?"
-
-
-class Tools:
-    """The tools of these tests, counting how often their bodies ran."""
-
-    def __init__(self) -> None:
-        self.ran: list[str] = []
-        self.edits = 0
-
-    def search_docs(self, query: str) -> str:
-        """Search the documentation."""
-        self.ran.append(f"search_docs {query}")
-        return "1 result: refunds within 30 days" if query == "refunds" else "0 results"
-
-    def edit_file(self, path: str, content: str) -> str:
-        """Write a file."""
-        self.ran.append(f"edit_file {path}")
-        self.edits += 1
-        return f"wrote {len(content)} bytes to {path}"
-
-    def run_tests(self) -> str:
-        """Run the test suite."""
-        self.ran.append("run_tests")
-        return "all passed" if self.edits >= 3 else f"{3 - self.edits} failed"
-
-    def all(self) -> list[Any]:
-        return [self.search_docs, self.edit_file, self.run_tests]
 
 
 def act(tool: str, **args: Any) -> dict[str, Any]:

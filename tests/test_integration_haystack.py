@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+import agent_tools
+from agent_tools import ADVICE, BLOCKED, QUESTION, REFUND
 from conftest import need
 from listening import Listening
 
@@ -24,31 +26,9 @@ from looptrap import Budgets, Guard, GuardPool  # noqa: E402
 from looptrap.integrations.haystack import LoopGuard  # noqa: E402
 from looptrap.testing import step  # noqa: E402
 
-ADVICE = "You have called search_docs with these exact arguments 3 times"
-BLOCKED = "Blocked: this call was not run."
-REFUND = {"query": "refund policy"}
-QUESTION = "What is the refund policy?"
 
-
-class Tools:
-    """The tools of these tests, counting how often their bodies ran."""
-
-    def __init__(self) -> None:
-        self.ran: list[str] = []
-        self.edits = 0
-
-    def search_docs(self, query: str) -> str:
-        self.ran.append(f"search_docs {query}")
-        return "1 result: refunds within 30 days" if query == "refunds" else "0 results"
-
-    def edit_file(self, path: str, content: str) -> str:
-        self.ran.append(f"edit_file {path}")
-        self.edits += 1
-        return f"wrote {len(content)} bytes to {path}"
-
-    def run_tests(self) -> str:
-        self.ran.append("run_tests")
-        return "all passed" if self.edits >= 3 else f"{3 - self.edits} failed"
+class Tools(agent_tools.Tools):
+    """The shared tools, as Haystack ``Tool`` objects."""
 
     def all(self) -> list[Tool]:
         text = {"type": "string"}

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from agent_tools import ADVICE, BLOCKED, QUESTION, REFUND, Tools
 from conftest import need
 from listening import Listening
 
@@ -26,10 +27,6 @@ from looptrap import Budgets, Guard, GuardPool  # noqa: E402
 from looptrap.integrations.llamaindex import GuardedFunctionAgent  # noqa: E402
 from looptrap.testing import step  # noqa: E402
 
-ADVICE = "You have called search_docs with these exact arguments 3 times"
-BLOCKED = "Blocked: this call was not run."
-REFUND = {"query": "refund policy"}
-QUESTION = "What is the refund policy?"
 T = TypeVar("T")
 # LlamaIndex's own warnings, for a FunctionAgent as for ours: the workflows runtime lists an agent's members with
 # inspect.getmembers (which reads pydantic's deprecated attributes), and a run on a Context it keeps warns that the
@@ -38,33 +35,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning"),
     pytest.mark.filterwarnings("ignore::workflows.context.state_store.UnserializableKeyWarning"),
 ]
-
-
-class Tools:
-    """The tools of these tests, counting how often their bodies ran."""
-
-    def __init__(self) -> None:
-        self.ran: list[str] = []
-        self.edits = 0
-
-    def search_docs(self, query: str) -> str:
-        """Search the documentation."""
-        self.ran.append(f"search_docs {query}")
-        return "1 result: refunds within 30 days" if query == "refunds" else "0 results"
-
-    def edit_file(self, path: str, content: str) -> str:
-        """Write a file."""
-        self.ran.append(f"edit_file {path}")
-        self.edits += 1
-        return f"wrote {len(content)} bytes to {path}"
-
-    def run_tests(self) -> str:
-        """Run the test suite."""
-        self.ran.append("run_tests")
-        return "all passed" if self.edits >= 3 else f"{3 - self.edits} failed"
-
-    def all(self) -> list[Any]:
-        return [self.search_docs, self.edit_file, self.run_tests]
 
 
 def calls(*named: tuple[str, dict[str, Any]]) -> ChatMessage:
