@@ -1,4 +1,5 @@
-"""The live dashboard (docs/dashboard.md) over a SQLite store, read back through its JSON endpoint.
+"""The live dashboard (docs/dashboard.md) over a SQLite store, read back through its JSON endpoints: the
+sessions, then the looping one's recent calls with their verdicts.
 
 From the command line: looptrap dashboard --store sqlite:///sessions.db (then open http://127.0.0.1:8765/)."""
 
@@ -25,7 +26,12 @@ with tempfile.TemporaryDirectory() as tmp:
     dash = Dashboard(store, port=0).start()  # 127.0.0.1; a token is required anywhere else
     with urllib.request.urlopen(dash.url + "api/sessions") as r:
         view = json.load(r)
+    with urllib.request.urlopen(dash.url + "api/session?id=runaway") as r:
+        detail = json.load(r)
     dash.stop()
     store.close()
 for s in view["sessions"]:
     print(f"{s['id']:<10} calls={s['calls']:<3} signals={', '.join(s['signals']) or '-'}")
+for c in reversed(detail["recent"]):  # oldest first
+    v = c["verdict"]
+    print(f"  runaway #{c['index']} {c['tool']}: {v['action']} {v['reason']}".rstrip())

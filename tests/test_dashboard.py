@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import free_port, need
+from looptrap.core.state import VERDICTS
 from looptrap.dashboard import Dashboard
 from looptrap.stores import SQLiteStore
 
@@ -109,8 +110,11 @@ class Browser:
         self.proc.wait()
 
 
+Verdicts = dict[int, list[str]]  # call index -> [action, kind, reason], as the guard gave them
+
+
 class Driver:
-    """tests/dashboard_driver.py in a process of its own."""
+    """tests/dashboard_driver.py in a process of its own; ``looped``: the verdicts of its looping session."""
 
     def __init__(self, url: str) -> None:
         self.proc = subprocess.Popen(
@@ -119,19 +123,27 @@ class Driver:
             stdout=subprocess.PIPE,
             text=True,
         )
+        word, _, looped = self.read().partition(" ")
+        assert word == "looping", word
+        self.looped = self.verdicts(looped)
         assert self.read() == "ready"
+
+    @staticmethod
+    def verdicts(text: str) -> Verdicts:
+        return {int(k): v for k, v in json.loads(text).items()}
 
     def read(self) -> str:
         assert self.proc.stdout is not None
         return self.proc.stdout.readline().strip()
 
-    def burst(self, n: int) -> int:
+    def burst(self, n: int) -> tuple[int, Verdicts]:
+        """N more calls of the runaway: its calls, and the verdicts of all its calls so far."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(f"burst {n}\n")
         self.proc.stdin.flush()
-        line = self.read()
-        assert line.startswith("at "), line
-        return int(line[3:])
+        word, calls, verdicts = self.read().split(" ", 2)
+        assert word == "at", word
+        return int(calls), self.verdicts(verdicts)
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -172,23 +184,27 @@ def test_a_runaway_is_at_the_top_and_counts_live(store_url: str, browser: Browse
     driver = Driver(store_url)
     server, url = serve_cli(store_url)
     try:
-        calls = driver.burst(60)
+        calls, _ = driver.burst(60)
         browser.send("Page.navigate", url=url)
         top = "document.querySelector('#sessions tbody tr')"
         browser.wait(f"{top} && {top}.dataset.session === 'runaway-agent' && {top}.dataset.calls === '{calls}'")
-        assert browser.eval("document.querySelectorAll('#sessions tbody tr').length") == 3
+        assert browser.eval("document.querySelectorAll('#sessions tbody tr').length") == 4
         signals = browser.eval(f"{top}.querySelector('.signals').textContent")
         assert "calls_per_session" in signals  # 60 calls: past the alert at 50
         assert "repeat_share" in signals
         rows = browser.eval(
             "[...document.querySelectorAll('#sessions tbody tr')].map(r => [r.dataset.session, r.dataset.calls])"
         )
-        assert sorted(rows[1:]) == [["healthy-reader", "4"], ["healthy-writer", "3"]]
+        assert sorted(rows[1:]) == [
+            ["healthy-reader", "4"],
+            ["healthy-writer", "3"],
+            ["looping-agent", str(len(driver.looped))],
+        ]
 
         # live: more calls from the other process show up without a reload
         browser.eval("window.sameDocument = true")
         updates = int(browser.eval("document.body.dataset.updates"))
-        calls = driver.burst(25)
+        calls, runaway = driver.burst(25)
         browser.wait(f"{top}.dataset.calls === '{calls}'")
         assert browser.eval("window.sameDocument") is True
         assert int(browser.eval("document.body.dataset.updates")) > updates
@@ -202,12 +218,19 @@ def test_a_runaway_is_at_the_top_and_counts_live(store_url: str, browser: Browse
             "[...document.querySelectorAll('#detail-calls tbody tr')].map(r => r.children[1].textContent)"
         )
         assert set(tools) == {"search_docs"}
+        assert_verdicts(browser, runaway)
         shot = browser.send("Page.captureScreenshot", format="png")
         png = base64.b64decode(shot["data"])
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
         assert len(png) > 20_000
         if os.environ.get("LOOPTRAP_UPDATE_SCREENSHOT") and store_url.startswith("sqlite"):
             (DOCS / "dashboard.png").write_bytes(png)
+        # the looping session: advised, blocked, halted, each call with the verdict the guard gave it
+        browser.eval("document.querySelector('tr[data-session=\"looping-agent\"]').click()")
+        browser.wait("document.getElementById('detail-id').textContent === 'looping-agent'")
+        shown = assert_verdicts(browser, driver.looped)
+        assert sorted(shown) == sorted(driver.looped)  # every call, the ones that were not run too
+        assert [driver.looped[i][0] for i in sorted(driver.looped)][-3:] == ["advise", "block", "halt"]
         browser.eval("document.querySelector('tr[data-session=\"healthy-writer\"]').click()")
         browser.wait("document.getElementById('detail-id').textContent === 'healthy-writer'")
         browser.wait("document.getElementById('detail-needed').textContent.includes('the API key for staging')")
@@ -218,6 +241,29 @@ def test_a_runaway_is_at_the_top_and_counts_live(store_url: str, browser: Browse
         server.wait(10)
         assert server.stderr is not None
         server.stderr.close()
+
+
+def verdict_text(action: str, kind: str, reason: str) -> str:
+    """What the verdict column shows for a verdict."""
+    return action + (f": {kind}" if kind else "") + (f" ({reason})" if reason and reason != kind else "")
+
+
+def assert_verdicts(browser: Browser, given: Verdicts) -> dict[int, str]:
+    """The session view's verdict column says what the guard gave each call, from the newest call down to the
+    oldest verdict the state keeps; older calls show "-". Returns the column by call index."""
+    rows = browser.eval(
+        "[...document.querySelectorAll('#detail-calls tbody tr')].map(r => [r.dataset.index, r.cells[3].textContent])"
+    )
+    shown = {int(i): text for i, text in rows}
+    known = [i for i, text in shown.items() if text != "-"]
+    assert known, shown
+    assert min(known) > max((i for i, text in shown.items() if text == "-"), default=0)
+    for i in known:
+        assert shown[i] == verdict_text(*given[i]), (i, shown[i], given[i])
+    # the verdicts kept cover the last interventions and every call since (VERDICTS of them, or all)
+    interventions = [i for i in sorted(given) if given[i][0] != "allow"]
+    assert set(interventions[-VERDICTS:]) <= set(known)
+    return shown
 
 
 def get(url: str) -> tuple[int, bytes]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["milliseconds", "seconds", "whole_number"]
+__all__ = ["address", "milliseconds", "seconds", "whole_number"]
 
 
 def whole_number(text: str) -> int:
@@ -40,3 +40,23 @@ def seconds(text: str) -> float:
     if not s > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return s
+
+
+def address(text: str) -> tuple[str, int]:
+    """An address to listen on: ``HOST:PORT``, ``[IPv6]:PORT``, or ``PORT`` alone (on 127.0.0.1); port 0:
+    any free port."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host = "127.0.0.1"
+    elif host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host or "[" in host or "]" in host:
+        host = ""
+    if not host:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r}")
+    if not (port.isascii() and port.isdigit()):
+        raise argparse.ArgumentTypeError(f"not a port number: {port!r}")
+    n = int(port)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {n}")
+    return host, n

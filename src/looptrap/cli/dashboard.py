@@ -18,14 +18,15 @@ TOKEN_ENV = "LOOPTRAP_DASHBOARD_TOKEN"
 
 def add_parser(sub: Any) -> None:
     """Add the ``dashboard`` sub-command to the CLI's sub-parsers."""
+    from looptrap.cli.metrics import add_metrics_option
     from looptrap.cli.sessions import add_store_option
 
     d = sub.add_parser(
         "dashboard",
         help="a live web page over the sessions of a store",
         description="Serve a small live web page over a SQLite or Redis store: active sessions with their "
-        "calls, call rate, signals and stale stretch, a runaway first; one session's recent calls and what the "
-        "model said it needed. On 127.0.0.1 by default; elsewhere a token is required (--token, "
+        "calls, call rate, signals and stale stretch, a runaway first; one session's recent calls with their "
+        "verdicts and what the model said it needed. On 127.0.0.1 by default; elsewhere a token is required (--token, "
         f"${TOKEN_ENV}, or one made up and printed). See docs/dashboard.md.",
     )
     add_store_option(d)
@@ -33,6 +34,7 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: any free port)")
     d.add_argument("--token", help=f"require this token in every request (default: ${TOKEN_ENV})")
     d.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between store reads (default: 1)")
+    add_metrics_option(d, "read from the store, as looptrap metrics serve does")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     import secrets
     import threading
 
+    from looptrap.cli.metrics import MetricsUnavailable, listen, need_prometheus, store_metrics
     from looptrap.cli.sessions import store_url
     from looptrap.dashboard import Dashboard, is_loopback
     from looptrap.stores import open_store
@@ -47,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.poll > 0:
         return _error(f"--poll must be above 0, got {args.poll}")
+    if args.metrics:
+        try:
+            need_prometheus("--metrics")
+        except MetricsUnavailable as exc:
+            return _error(str(exc))
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is None and not is_loopback(args.host):
         token = secrets.token_urlsafe(18)
@@ -55,19 +63,28 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(url, create=False)
     except (ValueError, ImportError) as exc:
         return _error(str(exc))
+    metrics, where = None, ""
     try:
+        if args.metrics:  # first: a dashboard that cannot serve its metrics does not start
+            metrics, where = listen(store_metrics(store), *args.metrics)
         dash = Dashboard(store, host=args.host, port=args.port, token=token, poll=args.poll)
-    except OSError as exc:
+    except (MetricsUnavailable, OSError, ValueError) as exc:
+        if metrics is not None:
+            metrics.shutdown()
+            metrics.server_close()
         store.close()
-        return _error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
-    except ValueError as exc:
-        store.close()
+        if isinstance(exc, OSError):
+            return _error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
         return _error(str(exc))
     dash.start()
     print(f"looptrap: dashboard of {redact(url)} at {dash.url}", file=sys.stderr, flush=True)
+    if metrics is not None:
+        print(f"looptrap: serving {where} for {redact(url)}", file=sys.stderr, flush=True)
     try:
         threading.Event().wait()
     finally:
+        if metrics is not None:
+            metrics.shutdown()
         dash.stop()
         store.close()
     return 0

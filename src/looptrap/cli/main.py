@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "mcp-proxy",
         help="an MCP server over stdio that guards the one started by the command after --",
         usage="looptrap mcp-proxy [--store URL] [--session ID] [--config FILE] [--report-tool NAME | "
-        "--no-report-tool] [--fail-closed] -- COMMAND [ARGS...]",
+        "--no-report-tool] [--fail-closed] [--metrics HOST:PORT] -- COMMAND [ARGS...]",
         description="An MCP server over stdio that starts the MCP server given after -- and guards its tool "
         "calls: advice as error results, a report_blocked tool added. See docs/mcp-proxy.md.",
     )
@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--no-report-tool", action="store_true", help="do not add the report_blocked tool")
     m.add_argument("--fail-closed", action="store_true", help="halt calls when the guard or its store fails")
+    from looptrap.cli.metrics import add_metrics_option
+
+    add_metrics_option(m, "the proxy's guard: tool calls, signals, halts")
     m.add_argument(
         "upstream", nargs=argparse.REMAINDER, metavar="COMMAND", help="the upstream MCP server's command, after --"
     )
@@ -298,13 +301,23 @@ def _mcp_proxy(args: argparse.Namespace, default_store: Callable[[str | None], s
         return 2
     store = args.store or settings.store or (default_store(None) if args.session else None)
     report_tool = None if args.no_report_tool else (args.report_tool or settings.guard.report_tool)
+    config = settings.guard
+    if args.metrics:
+        from looptrap.cli.metrics import MetricsUnavailable, guard_metrics
+
+        try:
+            config, _, where = guard_metrics(config, "--metrics", *args.metrics)
+        except MetricsUnavailable as exc:
+            print(f"looptrap mcp-proxy: {exc}", file=sys.stderr)
+            return 2
+        print(f"looptrap mcp-proxy: serving {where}", file=sys.stderr, flush=True)
     return proxy_main(
         command,
         store_url=store,
         session_id=args.session,
         report_tool=report_tool,
         fail_closed=args.fail_closed,
-        config=settings.guard,
+        config=config,
     )
 
 

@@ -1,4 +1,5 @@
-"""``looptrap metrics serve``: Prometheus ``/metrics`` over a store (the sessions of hooks and proxies)."""
+"""``looptrap metrics serve``: Prometheus ``/metrics`` over a store (the sessions of hooks and proxies); and
+``--metrics HOST:PORT``, the same endpoint beside another command (``mcp-proxy``, ``dashboard``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,19 @@ from looptrap.core.printable import one_line
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["add_parser", "run"]
+    from prometheus_client import CollectorRegistry
+
+    from looptrap.core.config import GuardConfig
+    from looptrap.stores.base import Store
+
+__all__ = ["MetricsUnavailable", "add_metrics_option", "add_parser", "guard_metrics", "listen", "run", "store_metrics"]
+
+_EXTRA = "needs the prometheus extra: pip install 'looptrap[prometheus]'"
+
+
+class MetricsUnavailable(Exception):
+    """``/metrics`` cannot be served: the prometheus extra is missing, or the address cannot be listened on
+    (the message is one line)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -39,16 +52,73 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; a one-line error (exit 2) when it cannot start."""
-    if importlib.util.find_spec("prometheus_client") is None:
-        return _error("looptrap metrics serve needs the prometheus extra: pip install 'looptrap[prometheus]'")
-    import threading
+def add_metrics_option(parser: Any, what: str) -> None:
+    """Add ``--metrics HOST:PORT`` to another command's parser (``what``: the metrics it serves)."""
+    from looptrap.cli.argtypes import address
 
+    parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        type=address,
+        help=f"also serve Prometheus /metrics at this address ({what}; a port alone: on 127.0.0.1; 0: any free "
+        "port). Needs the prometheus extra",
+    )
+
+
+def need_prometheus(command: str) -> None:
+    """Raise :class:`MetricsUnavailable` when prometheus-client is not installed."""
+    if importlib.util.find_spec("prometheus_client") is None:
+        raise MetricsUnavailable(f"{command} {_EXTRA}")
+
+
+def listen(registry: CollectorRegistry | None, host: str, port: int) -> tuple[Any, str]:
+    """Serve ``/metrics`` of ``registry`` (default: the global one) in a daemon thread: the server
+    (``shutdown()`` stops it) and its URL. Raises :class:`MetricsUnavailable` when the address is not usable."""
+    from looptrap.observe.metrics import serve
+
+    try:
+        server, _ = serve(registry, host=host, port=port)
+    except OSError as exc:
+        raise MetricsUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound, got = server.server_address[:2]
+    shown = f"[{bound}]" if ":" in str(bound) else str(bound)
+    return server, f"http://{shown}:{got}/metrics"
+
+
+def store_metrics(store: Store, active_seconds: float = 300.0) -> CollectorRegistry:
+    """A registry of the figures read from ``store`` at each scrape (:class:`StoreCollector`)."""
     from prometheus_client import CollectorRegistry
 
+    from looptrap.observe.metrics import StoreCollector
+
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(store, active_seconds=active_seconds))
+    return registry
+
+
+def guard_metrics(config: GuardConfig, command: str, host: str, port: int) -> tuple[GuardConfig, Any, str]:
+    """``config`` with the process's :class:`PrometheusMetrics` among its observers (the one ``[metrics]
+    prometheus = true`` adds, added once), and ``/metrics`` of the global registry served: (config, server,
+    URL). Raises :class:`MetricsUnavailable`."""
+    need_prometheus(command)
+    from looptrap.observe import shared
+
+    metrics = shared.prometheus()
+    if not any(o is metrics for o in config.observers):
+        config = config.replace(observers=(*config.observers, metrics))
+    server, url = listen(None, host, port)
+    return config, server, url
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; a one-line error (exit 2) when it cannot start."""
+    try:
+        need_prometheus("looptrap metrics serve")
+    except MetricsUnavailable as exc:
+        return _error(str(exc))
+    import threading
+
     from looptrap.cli.sessions import store_url
-    from looptrap.observe.metrics import StoreCollector, serve
     from looptrap.stores import open_store
     from looptrap.stores.url import redact
 
@@ -57,15 +127,12 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(url, create=False)
     except (ValueError, ImportError) as exc:
         return _error(str(exc))
-    registry = CollectorRegistry()
-    registry.register(StoreCollector(store, active_seconds=args.active_seconds))
     try:
-        server, _ = serve(registry, host=args.host, port=args.port)
-    except OSError as exc:
+        server, where = listen(store_metrics(store, args.active_seconds), args.host, args.port)
+    except MetricsUnavailable as exc:
         store.close()
-        return _error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
-    host, port = server.server_address[:2]
-    print(f"looptrap: serving http://{host}:{port}/metrics for {redact(url)}", file=sys.stderr, flush=True)
+        return _error(str(exc))
+    print(f"looptrap: serving {where} for {redact(url)}", file=sys.stderr, flush=True)
     try:
         threading.Event().wait()
     finally:

@@ -264,9 +264,11 @@ class Engine:
                 s = d.check(call, state, p.policy)
                 if s is not None:
                     signals.append(s)
-        verdict = (
-            self.config.escalation.decide(state, signals, call.index, self.config.report_tool) if signals else ALLOW
-        )
+        if signals:
+            verdict = self.config.escalation.decide(state, signals, call.index, self.config.report_tool)
+            state.note_verdict(call, verdict)  # the session's recent interventions; nothing on the allow path
+        else:
+            verdict = ALLOW
         if verdict.allowed:
             state.open_calls += 1
             pending = state.pending

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-__all__ = ["STATE_VERSION", "Entry", "Flag", "SessionState", "StateVersionError"]
+from looptrap.core.printable import one_line
+
+if TYPE_CHECKING:
+    from looptrap.core.types import Call, Verdict
+
+__all__ = ["STATE_VERSION", "Entry", "Flag", "Intervention", "SessionState", "StateVersionError"]
 
 STATE_VERSION = 1
 
@@ -23,6 +28,8 @@ TOOLS = 256
 PENDING = 64
 LOOPS = 8  # loop keys remembered by the escalation ladder
 FILES = 64  # files whose content states are followed (edit loops)
+VERDICTS = 32  # interventions remembered (the dashboard's verdict column)
+_NAME_CHARS = 64  # of a verdict's kind and reason (detector names: a custom one may be anything)
 
 
 class StateVersionError(ValueError):
@@ -61,6 +68,24 @@ class Entry(NamedTuple):
     flags: int
     call_index: int
     family: str = ""
+
+
+class Intervention(NamedTuple):
+    """A call's verdict other than ``allow`` (``warn``, ``advise``, ``block``, ``halt``), as the session keeps it."""
+
+    call_index: int
+    action: str
+    kind: str
+    reason: str
+    digest: int
+    tool: str
+
+
+def _name(text: str | None) -> str:
+    """A detector's kind or reason as kept: one printable line of at most ``_NAME_CHARS``."""
+    if not text:
+        return ""
+    return text if len(text) <= _NAME_CHARS and text.isprintable() else one_line(text, _NAME_CHARS)
 
 
 def _bounded_put(d: dict[Any, Any], key: Any, value: Any, cap: int) -> None:
@@ -112,12 +137,21 @@ class SessionState:
     halted: dict[str, Any] | None = None
     needed: list[str] = field(default_factory=list)
     warned: list[str] = field(default_factory=list)
+    # Kept across tasks and the user's words (forget_repetition and heard_user leave them): they are what
+    # happened to this session, which a reader of the dashboard looks for after a new task too; bounded.
+    verdicts: deque[Intervention] = field(default_factory=lambda: deque(maxlen=VERDICTS))
     version: int = STATE_VERSION
 
     # -- helpers used by the engine ---------------------------------------------------------------
     def remember(self, d: dict[Any, Any], key: Any, value: Any, cap: int = SEEN) -> None:
         """Insert into one of the bounded maps, evicting the oldest entry."""
         _bounded_put(d, key, value, cap)
+
+    def note_verdict(self, call: Call, verdict: Verdict) -> None:
+        """Remember a call's verdict when it is not ``allow`` (the last ``VERDICTS`` of them)."""
+        if verdict.action != "allow":
+            kind, reason = _name(verdict.kind), _name(verdict.reason)
+            self.verdicts.append(Intervention(call.index, verdict.action, kind, reason, call.digest, call.tool))
 
     def new_epoch(self) -> None:
         """A state change: nothing seen before it is stale any more."""
@@ -196,6 +230,7 @@ class SessionState:
             "halted": self.halted,
             "needed": self.needed,
             "warned": self.warned,
+            "verdicts": [list(v) for v in self.verdicts],
         }
 
     @classmethod
@@ -247,4 +282,8 @@ class SessionState:
         s.halted = data["halted"]
         s.needed = list(data["needed"])
         s.warned = list(data["warned"])
+        s.verdicts.extend(  # added within format version 1 too
+            Intervention(int(i), str(a), str(k), str(r), int(d), str(t))
+            for i, a, k, r, d, t in data.get("verdicts", ())
+        )
         return s

@@ -36,7 +36,8 @@ PAGE = """<!doctype html>
 <h3>Calls per tool</h3>
 <p id="detail-tools"></p>
 <h3>Recent calls (newest first)</h3>
-<table id="detail-calls"><thead><tr><th>#</th><th>tool</th><th>call</th><th>flags</th></tr></thead>
+<table id="detail-calls"><thead><tr><th>#</th><th>tool</th><th>call</th><th>verdict</th><th>flags</th></tr>
+</thead>
 <tbody></tbody></table>
 </section>
 </main>
@@ -102,6 +103,17 @@ APP_JS = r"""'use strict';
     if (selected) detail();
   }
 
+  const ACTIONS = ['allow', 'warn', 'advise', 'block', 'halt', 'unknown'];
+
+  // "block: repeat (loop_repeat)"; "-" for a call older than the verdicts the store keeps
+  function verdictText(v) {
+    if (!v) return '-';
+    let text = v.action;
+    if (v.kind) text += ': ' + v.kind;
+    if (v.reason && v.reason !== v.kind) text += ' (' + v.reason + ')';
+    return text;
+  }
+
   function detail() {
     fetch('api/session' + q({ id: selected })).then((r) => r.ok ? r.json() : null).then((d) => {
       const box = document.getElementById('detail');
@@ -123,10 +135,14 @@ APP_JS = r"""'use strict';
       document.getElementById('detail-tools').textContent = d.per_tool.map((t) => t[0] + ' ' + t[1]).join(', ') || '-';
       const rows = d.recent.map((c) => {
         const tr = document.createElement('tr');
+        tr.dataset.index = String(c.index);
+        tr.dataset.verdict = c.verdict ? c.verdict.action : '';
         cell(tr, String(c.index), 'num');
         cell(tr, c.tool);
         cell(tr, c.call, 'call');
-        cell(tr, c.flags.join(', ') || '-');
+        const action = c.verdict ? c.verdict.action : 'unknown';
+        cell(tr, verdictText(c.verdict), 'verdict ' + (ACTIONS.includes(action) ? action : 'other'));
+        cell(tr, c.result === null ? 'not run' : c.flags.join(', ') || '-');
         return tr;
       });
       document.querySelector('#detail-calls tbody').replaceChildren(...rows);
@@ -161,4 +177,8 @@ tr.alert td.signals { color: #9a4d00; font-weight: 600; }
 tr.halted td { color: #777; }
 tr.selected td { outline: 2px solid #3a6df0; outline-offset: -2px; }
 #detail { margin-top: 1em; }
+td.verdict.warn { color: #9a4d00; }
+td.verdict.advise, td.verdict.block { color: #b3261e; font-weight: 600; }
+td.verdict.halt { color: #fff; background: #b3261e; font-weight: 600; }
+td.verdict.unknown { color: #999; }
 """

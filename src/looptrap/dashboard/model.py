@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from looptrap.core.printable import one_line
-from looptrap.core.state import Flag, SessionState
+from looptrap.core.state import VERDICTS, Flag, SessionState
 
 if TYPE_CHECKING:
     from looptrap.stores.base import Store
@@ -124,24 +124,13 @@ class Board:
         return round((calls - c0) * 60.0 / (now - t0), 1) if now > t0 else 0.0
 
     def session(self, session: str) -> dict[str, Any] | None:
-        """One session's detail: counters, calls per tool, what the model said it needed, recent calls."""
+        """One session's detail: counters, calls per tool, what the model said it needed, recent calls with
+        their verdicts."""
         with self._lock:
             snap = self.store.load(session)
         if snap is None:
             return None
         s = snap.state
-        calls = []
-        for e in reversed(s.history):
-            preview = s.previews.get(e.digest)
-            calls.append(
-                {
-                    "index": e.call_index,
-                    "tool": one_line(e.tool, 80),
-                    "call": one_line(preview, 120) if preview else f"{e.digest:016x}",
-                    "result": f"{e.result:016x}",
-                    "flags": [name for bit, name in _FLAGS if e.flags & bit],
-                }
-            )
         return {
             "id": one_line(session, _ID_CHARS),
             "rev": snap.rev,
@@ -153,5 +142,46 @@ class Board:
             "stale": s.stale_run,
             "per_tool": [[one_line(t, 80), n] for t, n in sorted(s.per_tool.items(), key=lambda x: -x[1])[:20]],
             "needed": [one_line(n, 500) for n in s.needed],
-            "recent": calls,
+            "recent": recent_calls(s),
         }
+
+
+def recent_calls(s: SessionState) -> list[dict[str, Any]]:
+    """The calls of the history window and the calls intervened on, newest first, each with its verdict.
+
+    A call's ``verdict`` is the intervention the state keeps for it, else ``allow``; ``None`` (not known)
+    for a call older than the oldest intervention kept once the state keeps as many as it can. A call that
+    was not run (advised, blocked, halted) has no result and no flags.
+    """
+    kept = {v.call_index: v for v in s.verdicts}
+    known_from = s.verdicts[0].call_index if len(s.verdicts) >= VERDICTS else 0
+    rows: dict[int, dict[str, Any]] = {}
+    for e in s.history:
+        rows[e.call_index] = _row(s, e.call_index, e.tool, e.digest, f"{e.result:016x}", e.flags)
+    for index, v in kept.items():
+        if index not in rows:
+            rows[index] = _row(s, index, v.tool, v.digest, None, 0)
+    for index, row in rows.items():
+        got = kept.get(index)
+        if got is not None:
+            row["verdict"] = {
+                "action": one_line(got.action, 16),
+                "kind": one_line(got.kind, 64),
+                "reason": one_line(got.reason, 64),
+            }
+        elif index >= known_from:
+            row["verdict"] = {"action": "allow", "kind": "", "reason": ""}
+        else:
+            row["verdict"] = None
+    return [rows[i] for i in sorted(rows, reverse=True)]
+
+
+def _row(s: SessionState, index: int, tool: str, digest: int, result: str | None, flags: int) -> dict[str, Any]:
+    preview = s.previews.get(digest)
+    return {
+        "index": index,
+        "tool": one_line(tool, 80),
+        "call": one_line(preview, 120) if preview else f"{digest:016x}",
+        "result": result,
+        "flags": [name for bit, name in _FLAGS if flags & bit],
+    }
