@@ -40,7 +40,7 @@ import xxhash
 
 import looptrap
 from looptrap import Guard, SessionState
-from looptrap.core.engine import Engine
+from looptrap.engine.engine import Engine
 
 Step = tuple[str, dict[str, Any], Any, bool]  # tool, args, result, is_error
 Row = tuple[str, str, str]

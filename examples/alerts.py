@@ -4,7 +4,7 @@ expected duration or finds nothing. Four sessions, each firing one of the four d
 from typing import Any
 
 from looptrap import Guard
-from looptrap.core.config import default_detectors
+from looptrap.detectors import default_detectors
 from looptrap.observe import Callbacks, default_alerts
 
 fired: list[str] = []

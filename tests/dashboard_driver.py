@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from looptrap import Guard
-from looptrap.core.escalation import Escalation
+from looptrap.policies.escalation import Escalation
 from looptrap.stores import open_store
 
 

@@ -9,7 +9,7 @@ import pytest
 from looptrap import Guard, GuardConfig
 from looptrap.analysis import iter_events, replay
 from looptrap.config_file import ConfigError, dump, load
-from looptrap.core.config import default_detectors
+from looptrap.detectors import default_detectors
 from looptrap.observe import Callbacks, CallsPerSession, NothingNew, Overtime, RepeatShare, default_alerts
 from looptrap.testing.helpers import FakeClock, step
 

@@ -598,7 +598,7 @@ def test_the_plugin_and_the_package_import_nothing_heavy() -> None:
     code = (
         "import sys, looptrap.chaos, looptrap.chaos.plugin\n"
         "heavy = ('langchain', 'langchain_core', 'agents', 'pydantic_ai', 'mcp', 'tenacity', 'stamina',\n"
-        "         'looptrap.core.guard', 'looptrap.chaos.runner', 'looptrap.chaos.tools')\n"
+        "         'looptrap.drivers.guard', 'looptrap.chaos.runner', 'looptrap.chaos.tools')\n"
         "print(','.join(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -1,4 +1,4 @@
-"""Heuristics: which calls change state, and what a result says (docs/detectors.md, core/classify.py)."""
+"""Heuristics: which calls change state and what a result says (docs/detectors.md, reading/calls.py, results.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,16 @@ from typing import Any
 import pytest
 
 from looptrap import Engine, Guard, GuardConfig, ToolPolicy, outcome
-from looptrap.core.classify import (
+from looptrap.core.state import Flag
+from looptrap.reading.calls import (
     NO_WRITE,
     WRITES,
     WRITES_ANYWAY,
-    ResultFacts,
     is_mutating,
-    result_facts,
     shell_command_effect,
     shell_command_mutates,
 )
-from looptrap.core.state import Flag
+from looptrap.reading.results import ResultFacts, result_facts
 from looptrap.testing import step
 
 # -- shell command lines --------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from looptrap import EditLoop, Guard, Verdict
-from looptrap.core.edits import NEW, RETURN, SAME, apply_edit, changed_unknown, edit_of, predict_edit, saw_outcome
 from looptrap.core.state import Flag, SessionState
+from looptrap.reading.edits import NEW, RETURN, SAME, apply_edit, changed_unknown, edit_of, predict_edit, saw_outcome
 from looptrap.testing import step
 
 run = step

@@ -22,8 +22,12 @@ def test_all_names_exist_and_are_exported() -> None:
         "core",
         "dashboard",
         "detectors",
+        "drivers",
+        "engine",
         "integrations",
         "observe",
+        "policies",
+        "reading",
         "stores",
         "testing",
     }

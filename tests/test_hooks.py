@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from looptrap.core.engine import BATCH_GAP
+from looptrap.engine.engine import BATCH_GAP
 
 DATA = Path(__file__).parent / "data" / "hooks"
 

@@ -28,7 +28,7 @@ import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from looptrap.core.engine import BATCH_GAP  # noqa: E402
+from looptrap.engine.engine import BATCH_GAP  # noqa: E402
 
 UPSTREAM = [sys.executable, str(Path(__file__).parent / "mcp_upstream.py")]
 RAW_UPSTREAM = [*UPSTREAM, "--raw"]

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import RedisServer, need
 from looptrap import Guard
-from looptrap.core.config import default_detectors
+from looptrap.detectors import default_detectors
 from looptrap.observe import Callbacks, default_alerts
 
 need(

@@ -54,7 +54,7 @@ def test_the_proxy_serves_its_guards_metrics(tmp_path: Path, config_too: bool) -
     need("the mcp package (pip install 'looptrap[mcp]')", importlib.util.find_spec("mcp") is not None)
     import anyio
 
-    from looptrap.core.engine import BATCH_GAP
+    from looptrap.engine.engine import BATCH_GAP
     from test_mcp_proxy import connect, proxied, run, text
 
     port = free_port()

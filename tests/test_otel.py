@@ -10,7 +10,7 @@ import pytest
 
 from conftest import need
 from looptrap import Guard
-from looptrap.core.config import default_detectors
+from looptrap.detectors import default_detectors
 from looptrap.observe import default_alerts
 
 need(

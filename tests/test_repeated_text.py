@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from looptrap import Guard, RepeatedText, Verdict
-from looptrap.core.config import GuardConfig
+from looptrap.engine.config import GuardConfig
 
 SENTENCE = "I will try the search again with the same query. "
 

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from conftest import need
 from looptrap import Engine, Guard, ToolPolicy
-from looptrap.core.signature import Canonicaliser, comparable
 from looptrap.core.state import Flag
+from looptrap.reading.signature import Canonicaliser, comparable
 
 ENGINE = Engine()
 

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 
 from looptrap import Guard, SessionState
-from looptrap.core.escalation import Escalation
 from looptrap.core.state import VERDICTS, Intervention
 from looptrap.core.types import Call, Signal
 from looptrap.detectors.base import Detector
+from looptrap.policies.escalation import Escalation
 from looptrap.stores import SQLiteStore
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from looptrap.core.volatile import SHAPE_MIN, VOLATILE_TEXT, VolatileText, text_scrubber, text_shape
+from looptrap.reading.volatile import SHAPE_MIN, VOLATILE_TEXT, VolatileText, text_scrubber, text_shape
 
 SCRUB = text_scrubber(VOLATILE_TEXT)
 # The same patterns with every gate taken off: each is tried on every text (max_len is a rule, not a gate).

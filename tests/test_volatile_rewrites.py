@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from looptrap.core.volatile import VOLATILE_TEXT
+from looptrap.reading.volatile import VOLATILE_TEXT
 
 _TIME = (  # "@" marks where the rewrite adds (?!\d)
     r"[0-9](?<![\w.][0-9])(?:"

@@ -9,16 +9,8 @@ asserts (and warn when it was imported before the plugin loaded).
 
 _TYPE_CHECKING = False  # not typing's: `import looptrap` imports nothing until a name is used
 if _TYPE_CHECKING:  # the names below are imported on first use (a hook process pays only for what it uses)
-    from looptrap.core import outcome
-    from looptrap.core.budgets import Budgets
-    from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
-    from looptrap.core.engine import Engine
     from looptrap.core.errors import LoopHalted, LooptrapError
-    from looptrap.core.escalation import Escalation
-    from looptrap.core.guard import AsyncGuard, Guard
-    from looptrap.core.outcome import Outcome
-    from looptrap.core.pool import GuardPool
-    from looptrap.core.report import report_blocked_schema, report_blocked_tool
+    from looptrap.core.policy import ToolPolicy
     from looptrap.core.state import SessionState, StateVersionError
     from looptrap.core.types import ACTIONS, Action, Call, Signal, Verdict
     from looptrap.detectors import (
@@ -32,24 +24,34 @@ if _TYPE_CHECKING:  # the names below are imported on first use (a hook process 
         Rate,
         Repeat,
         RepeatedText,
+        default_detectors,
     )
+    from looptrap.drivers.guard import AsyncGuard, Guard
+    from looptrap.drivers.pool import GuardPool
+    from looptrap.engine.config import GuardConfig
+    from looptrap.engine.engine import Engine
+    from looptrap.policies.budgets import Budgets
+    from looptrap.policies.escalation import Escalation
+    from looptrap.reading import outcome
+    from looptrap.reading.outcome import Outcome
+    from looptrap.reading.report import report_blocked_schema, report_blocked_tool
 
 _WHERE = {
-    "outcome": "looptrap.core.outcome",
-    "Budgets": "looptrap.core.budgets",
-    "GuardConfig": "looptrap.core.config",
-    "ToolPolicy": "looptrap.core.config",
-    "default_detectors": "looptrap.core.config",
-    "Engine": "looptrap.core.engine",
+    "outcome": "looptrap.reading.outcome",
+    "Budgets": "looptrap.policies.budgets",
+    "GuardConfig": "looptrap.engine.config",
+    "ToolPolicy": "looptrap.core.policy",
+    "default_detectors": "looptrap.detectors",
+    "Engine": "looptrap.engine.engine",
     "LoopHalted": "looptrap.core.errors",
     "LooptrapError": "looptrap.core.errors",
-    "Escalation": "looptrap.core.escalation",
-    "AsyncGuard": "looptrap.core.guard",
-    "Guard": "looptrap.core.guard",
-    "Outcome": "looptrap.core.outcome",
-    "GuardPool": "looptrap.core.pool",
-    "report_blocked_schema": "looptrap.core.report",
-    "report_blocked_tool": "looptrap.core.report",
+    "Escalation": "looptrap.policies.escalation",
+    "AsyncGuard": "looptrap.drivers.guard",
+    "Guard": "looptrap.drivers.guard",
+    "Outcome": "looptrap.reading.outcome",
+    "GuardPool": "looptrap.drivers.pool",
+    "report_blocked_schema": "looptrap.reading.report",
+    "report_blocked_tool": "looptrap.reading.report",
     "SessionState": "looptrap.core.state",
     "StateVersionError": "looptrap.core.state",
     "ACTIONS": "looptrap.core.types",

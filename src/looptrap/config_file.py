@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from looptrap.core.budgets import Budgets
-from looptrap.core.config import GuardConfig, ToolPolicy, default_detectors
-from looptrap.core.escalation import Escalation
+from looptrap.core.policy import ToolPolicy
+from looptrap.detectors import default_detectors
+from looptrap.engine.config import GuardConfig
+from looptrap.policies.budgets import Budgets
+from looptrap.policies.escalation import Escalation
 
 __all__ = ["ConfigError", "ConfigFile", "dump", "find", "load", "resolve"]
 

@@ -15,10 +15,10 @@ from typing import IO, Any
 import xxhash
 
 from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
-from looptrap.core.config import GuardConfig
-from looptrap.core.engine import Engine
 from looptrap.core.state import SessionState
 from looptrap.core.types import ALLOW, Call, Verdict
+from looptrap.engine.config import GuardConfig
+from looptrap.engine.engine import Engine
 
 __all__ = ["Replayer", "SessionReport", "is_regular", "replay", "replay_file"]
 

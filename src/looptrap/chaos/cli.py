@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from looptrap.chaos.faults import resolve as faults_named
     from looptrap.chaos.runner import tool_name
     from looptrap.chaos.tools import _framework
-    from looptrap.core.guard import Guard
+    from looptrap.drivers.guard import Guard
 
     given = list(tools) if isinstance(tools, (list, tuple)) else [tools]
     odd = [t for t in given if _framework(t) is None and not callable(t)]

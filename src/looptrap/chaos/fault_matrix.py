@@ -14,8 +14,8 @@ import orjson
 from looptrap.chaos.faults import Fault, resolve
 from looptrap.chaos.log import CallLog
 from looptrap.chaos.runner import Agent, GuardSpec, Report, run, tool_name
-from looptrap.core.guard import Guard
 from looptrap.core.printable import one_line
+from looptrap.drivers.guard import Guard
 
 __all__ = ["Matrix", "matrix"]
 

@@ -291,7 +291,7 @@ class NotFound(Fault):
 
     def apply(self, target: Target, effect: Effect) -> None:
         if self.outcome:
-            from looptrap.core import outcome
+            from looptrap.reading import outcome
 
             effect.replace(outcome.not_found(self.message), "not_found")
         else:
@@ -315,7 +315,7 @@ class Error(Fault):
     def apply(self, target: Target, effect: Effect) -> None:
         kind = "retryable" if self.retryable else "error"
         if self.as_result:
-            from looptrap.core import outcome
+            from looptrap.reading import outcome
 
             effect.replace(outcome.error(self.message, retryable=self.retryable), kind)
         else:

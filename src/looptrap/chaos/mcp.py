@@ -24,8 +24,8 @@ from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from looptrap.chaos.faults import CeilingReached, Fault, by_name
 from looptrap.chaos.tools import Chaos, ChaosCall, _kind
-from looptrap.core.config import GuardConfig
-from looptrap.core.guard import AsyncGuard
+from looptrap.drivers.guard import AsyncGuard
+from looptrap.engine.config import GuardConfig
 from looptrap.integrations.mcp_proxy import GuardedSession, UpstreamStartError, _result_value, run_proxy
 
 __all__ = ["ChaosSession", "main", "parse_faults"]

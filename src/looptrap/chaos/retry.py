@@ -20,8 +20,8 @@ from looptrap.chaos.tools import bind_arguments, current_call
 from looptrap.core.errors import LoopHalted, LooptrapError
 
 if TYPE_CHECKING:
-    from looptrap.core.guard import Guard
     from looptrap.core.types import Verdict
+    from looptrap.drivers.guard import Guard
 
 __all__ = ["AttemptReporter", "RetryRefused", "report_attempts", "tell_guard"]
 

@@ -15,8 +15,8 @@ from typing import Any
 from looptrap.chaos.faults import CeilingReached, flatten
 from looptrap.chaos.log import CallLog, CallRecord
 from looptrap.chaos.tools import Chaos, FaultSpec, _by_tool, _framework
-from looptrap.core.guard import Guard
 from looptrap.core.printable import one_line
+from looptrap.drivers.guard import Guard
 
 __all__ = ["Agent", "GuardSpec", "Intervention", "Report", "run", "tool_name"]
 

@@ -35,7 +35,7 @@ from looptrap.chaos.faults import (
 from looptrap.chaos.log import CallLog, CallRecord, preview
 
 if TYPE_CHECKING:
-    from looptrap.core.guard import Guard
+    from looptrap.drivers.guard import Guard
 
 __all__ = ["Chaos", "ChaosCall", "FaultSpec", "ToolCount", "current_call"]
 
@@ -481,7 +481,7 @@ def _kind(effect: Effect, result: Any) -> str:
     """The result kind of a finished call: the fault's, else what the tool's own result says."""
     if effect.kind != "ok":
         return effect.kind
-    from looptrap.core.classify import ResultFacts, result_facts
+    from looptrap.reading.results import ResultFacts, result_facts
 
     try:
         facts = result_facts(result, False)

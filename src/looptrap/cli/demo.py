@@ -7,7 +7,7 @@ import textwrap
 
 import orjson
 
-from looptrap.core.guard import Guard
+from looptrap.drivers.guard import Guard
 from looptrap.testing.agents import RunResult, demo_agents
 
 __all__ = ["run_demo"]

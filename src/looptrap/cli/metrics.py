@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
-    from looptrap.core.config import GuardConfig
+    from looptrap.engine.config import GuardConfig
     from looptrap.stores.base import Store
 
 __all__ = ["MetricsUnavailable", "add_metrics_option", "add_parser", "guard_metrics", "listen", "run", "store_metrics"]

@@ -1,1 +1,2 @@
-"""The core: vocabulary, signatures, state, configuration, the decision engine and the Guard driver."""
+"""The vocabulary every layer speaks: calls, signals and verdicts, the session state, tool policies, errors and
+the printable-text rules."""

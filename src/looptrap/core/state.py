@@ -37,7 +37,7 @@ class StateVersionError(ValueError):
 
 
 class Flag:
-    """Bit flags of a history entry (the first six mirror :class:`looptrap.core.classify.ResultFacts`)."""
+    """Bit flags of a history entry (the first six mirror :class:`looptrap.reading.results.ResultFacts`)."""
 
     ERROR = 1
     EMPTY = 2

@@ -22,4 +22,20 @@ __all__ = [
     "Repeat",
     "RepeatedText",
     "TurnEnd",
+    "default_detectors",
 ]
+
+
+def default_detectors() -> tuple[Detector, ...]:
+    """The default detectors, in priority order (the first signal of a call decides its kind)."""
+    return (
+        Repeat(),
+        ErrorRepeat(),
+        Cycle(),
+        EditLoop(),
+        Drift(),
+        Rate(),
+        NoProgress(),
+        NoAction(),
+        RepeatedText(),
+    )

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from looptrap.core.signature import digest_text
 from looptrap.core.types import Call, Signal
+from looptrap.reading.signature import digest_text
 
 if TYPE_CHECKING:
-    from looptrap.core.config import ToolPolicy
+    from looptrap.core.policy import ToolPolicy
     from looptrap.core.state import Entry, SessionState
 
 __all__ = ["Detector", "TurnEnd"]

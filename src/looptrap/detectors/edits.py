@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from looptrap.core.config import ToolPolicy
-from looptrap.core.edits import RETURN, predict_edit
+from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
 from looptrap.detectors.base import Detector, preview
+from looptrap.reading.edits import RETURN, predict_edit
 
 __all__ = ["EditLoop"]
 
@@ -26,7 +26,7 @@ class EditLoop(Detector):
       in this same state of the files), for the ``threshold``-th time: the agent undoes its own edit, redoes
       it, undoes it again, re-running the same test or re-reading the same lines in between. Toggling a fix
       to run a different test each time learns something at each visit and is not counted; what a file
-      holds is known from the edits' arguments (see :mod:`looptrap.core.edits`);
+      holds is known from the edits' arguments (see :mod:`looptrap.reading.edits`);
     * **same failure**: the same check (the identical command) failed with the same error after each of the
       last ``same_failure`` edit-then-check rounds in a row: the edits do not touch what fails. A round whose
       failure changes, or a check that passes, starts the count over. The edit that would start the next

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from looptrap.core.config import ToolPolicy
+from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Flag, SessionState
 from looptrap.core.types import Call, Signal
 from looptrap.detectors.base import Detector

@@ -16,9 +16,9 @@ from functools import partial
 from typing import Any
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
 
 __all__ = ["Outcome", "ToolCall", "ToolDispatch", "Turn", "content_of", "error_text", "field", "json_call"]
 

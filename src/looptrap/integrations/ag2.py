@@ -35,10 +35,10 @@ from ag2.middleware import BaseMiddleware
 from ag2.middleware.base import LLMCall, ToolExecution, ToolResultType
 from ag2.tools import tool
 
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION
 
 __all__ = ["CallRefused", "LoopGuard"]
 

@@ -31,11 +31,11 @@ from anthropic.types import ToolParam, ToolResultBlockParam
 from anthropic.types.beta import BetaToolUnionParam
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
 from looptrap.integrations._sdk import Outcome, ToolCall, ToolDispatch, Turn, error_text, field, json_call
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["AsyncGuardedToolRunner", "GuardedToolRunner", "GuardedTools", "report_blocked_tool_param", "tool_runner"]
 

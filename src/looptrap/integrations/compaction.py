@@ -8,7 +8,7 @@ the API's pairing rules kept (every remaining call keeps exactly one result, in 
 
 An attempt is failed when its result is an error or empty ("0 results", "not found", ``[]``, ``""``), and
 stale when the same tool returned the same result before (since the last successful write), as the guard
-judges results (:func:`looptrap.core.classify.result_facts`, volatile ids and timestamps ignored). Successful
+judges results (:func:`looptrap.reading.results.result_facts`, volatile ids and timestamps ignored). Successful
 writes, polls and tools exempt in the configuration are never compacted.
 
 No SDK is imported here: OpenAI and Anthropic histories are plain dicts (SDK objects are read too), and
@@ -24,9 +24,9 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import orjson
 
-from looptrap.core.config import GuardConfig
-from looptrap.core.engine import Engine
 from looptrap.core.state import Flag, SessionState
+from looptrap.engine.config import GuardConfig
+from looptrap.engine.engine import Engine
 
 __all__ = [
     "Attempt",

@@ -39,10 +39,10 @@ from crewai.hooks import (
 from crewai.tools import BaseTool
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION
 
 __all__ = ["LoopGuard", "LoopHaltedAbort", "ReportBlockedTool"]
 

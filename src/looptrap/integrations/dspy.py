@@ -26,10 +26,10 @@ import dspy  # type: ignore[import-untyped]  # DSPy ships no type information
 from dspy.adapters.types.tool import Tool  # type: ignore[import-untyped]
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["GuardedReAct", "halt_info"]
 

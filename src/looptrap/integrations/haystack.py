@@ -27,10 +27,10 @@ from haystack.components.agents.state.state_utils import replace_values
 from haystack.dataclasses import ChatMessage, ChatRole, ToolCall
 from haystack.tools.tool import Tool
 
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["SESSION_KEY", "LoopGuard"]
 

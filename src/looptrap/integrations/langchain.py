@@ -29,10 +29,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["LooptrapMiddleware"]
 

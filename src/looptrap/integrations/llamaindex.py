@@ -30,10 +30,10 @@ from llama_index.core.memory import BaseMemory
 from llama_index.core.tools import AsyncBaseTool, BaseTool, FunctionTool, ToolOutput
 from llama_index.core.workflow import Context
 
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION
 
 __all__ = ["SESSION_KEY", "GuardedFunctionAgent"]
 

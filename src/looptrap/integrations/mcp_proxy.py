@@ -33,11 +33,11 @@ from mcp import StdioServerParameters, stdio_client, stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from looptrap.core.config import GuardConfig
-from looptrap.core.guard import AsyncGuard
 from looptrap.core.printable import one_line
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import AsyncGuard
+from looptrap.engine.config import GuardConfig
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["GuardedSession", "UpstreamStartError", "run_proxy"]
 

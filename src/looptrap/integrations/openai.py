@@ -36,10 +36,10 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionToo
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
 from looptrap.integrations._sdk import Outcome, ToolCall, ToolDispatch, Turn, error_text, field, json_call
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = [
     "AsyncGuardedResponsesToolRunner",

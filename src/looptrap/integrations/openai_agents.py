@@ -36,10 +36,10 @@ from agents import (
 from agents.tool import Tool
 from agents.tool_context import ToolContext
 
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["LoopGuardrails", "guard_agent", "run_session"]
 

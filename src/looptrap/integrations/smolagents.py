@@ -30,10 +30,10 @@ from smolagents import (  # type: ignore[import-untyped]
 from smolagents.utils import AgentMaxStepsError  # type: ignore[import-untyped]
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.guard import Guard
-from looptrap.core.pool import GuardPool
-from looptrap.core.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 from looptrap.core.types import ALLOW, Verdict
+from looptrap.drivers.guard import Guard
+from looptrap.drivers.pool import GuardPool
+from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["AgentGuard", "CallRefused", "ReportBlockedTool", "guard_agent"]
 

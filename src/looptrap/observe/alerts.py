@@ -23,7 +23,7 @@ from looptrap.core.types import Call, Signal
 from looptrap.detectors.base import Detector
 
 if TYPE_CHECKING:
-    from looptrap.core.config import ToolPolicy
+    from looptrap.core.policy import ToolPolicy
     from looptrap.core.state import Entry, SessionState
 
 __all__ = ["ALERT", "CallsPerSession", "NothingNew", "Overtime", "RepeatShare", "default_alerts", "is_alert"]

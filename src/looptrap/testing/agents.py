@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from looptrap.core.guard import Guard
+from looptrap.drivers.guard import Guard
 
 __all__ = ["RunResult", "ScriptedAgent", "demo_agents"]
 

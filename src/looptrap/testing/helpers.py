@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from looptrap.core.guard import Guard
 from looptrap.core.types import Verdict
+from looptrap.drivers.guard import Guard
 
 __all__ = ["FakeClock", "step"]
 

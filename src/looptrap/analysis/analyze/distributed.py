@@ -23,7 +23,7 @@ from looptrap.analysis.analyze.fleet import build_fleet
 from looptrap.analysis.analyze.run import Report, expand_inputs
 from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
 from looptrap.analysis.trace import Event, TraceError, event_from
-from looptrap.core.config import GuardConfig
+from looptrap.engine.config import GuardConfig
 
 __all__ = ["analyze_on_dask", "blocks", "read_block"]
 

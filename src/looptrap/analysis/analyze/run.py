@@ -22,7 +22,7 @@ from looptrap.analysis.analyze.fleet import build_fleet
 from looptrap.analysis.analyze.importers import FORMATS, ImportOptions, Problems, detect_format, read_records
 from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
 from looptrap.analysis.trace import TraceError, _read_errors, iter_events, open_trace
-from looptrap.core.config import GuardConfig
+from looptrap.engine.config import GuardConfig
 
 __all__ = ["AnalyzeOptions", "Report", "Source", "analyze", "expand_inputs", "prepare_sources"]
 

@@ -16,11 +16,11 @@ import xxhash
 
 from looptrap.analysis.replay import Replayer, _Session
 from looptrap.analysis.trace import Event
-from looptrap.core.config import GuardConfig
-from looptrap.core.engine import read_usage
 from looptrap.core.printable import one_line
 from looptrap.core.state import SessionState
 from looptrap.core.types import Call, Verdict
+from looptrap.engine.config import GuardConfig
+from looptrap.engine.engine import read_usage
 
 __all__ = ["BURST_SECONDS", "SessionAnalysis", "SessionAnalyzer", "is_empty_result", "signature_text"]
 

@@ -233,7 +233,7 @@ class HookRunner:
 
     def _prepare(self) -> None:
         from looptrap.config_file import ConfigFile, resolve
-        from looptrap.core.engine import Engine
+        from looptrap.engine.engine import Engine
         from looptrap.stores import open_store
 
         settings = ConfigFile() if self.config == "" else resolve(self.config)  # "": no file, the defaults
@@ -253,7 +253,7 @@ class HookRunner:
             return protocol.allow
         if self._engine is None:
             self._prepare()
-        from looptrap.core.guard import Guard
+        from looptrap.drivers.guard import Guard
 
         guard = Guard(
             self._engine,

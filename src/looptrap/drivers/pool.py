@@ -8,9 +8,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from looptrap.core.config import GuardConfig
-from looptrap.core.engine import Engine
-from looptrap.core.guard import Guard
+from looptrap.drivers.guard import Guard
+from looptrap.engine.config import GuardConfig
+from looptrap.engine.engine import Engine
 
 if TYPE_CHECKING:
     from looptrap.stores.base import Store

@@ -8,17 +8,25 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from looptrap.core.errors import LoopHalted
 from looptrap.core.types import Verdict
 
-if TYPE_CHECKING:
-    from looptrap.core.guard import AsyncGuard, Guard
-
-__all__ = ["guarded"]
+__all__ = ["Guarding", "guarded"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Guarding(Protocol):
+    """What wrapping needs of a guard: ``check`` before the call, ``record`` after it (a :class:`looptrap.Guard`,
+    or a :class:`looptrap.AsyncGuard`, whose methods return awaitables)."""
+
+    def check(self, tool: str, args: Any = None) -> Any: ...
+
+    def record(
+        self, tool: str, args: Any = None, result: Any = None, *, is_error: bool = False, usage: Any = None
+    ) -> Any: ...
 
 
 class _Steps:
@@ -29,7 +37,7 @@ class _Steps:
 
     def __init__(
         self,
-        guard: Guard | AsyncGuard,
+        guard: Guarding,
         fn: Callable[..., Any],
         name: str | None,
         on_advice: Callable[[Verdict], Any] | None,
@@ -78,7 +86,7 @@ async def _settled(value: Any) -> Any:
 
 
 def guarded(
-    guard: Guard | AsyncGuard,
+    guard: Guarding,
     fn: F,
     *,
     name: str | None = None,

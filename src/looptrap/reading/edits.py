@@ -33,8 +33,8 @@ from typing import Any
 
 import xxhash
 
-from looptrap.core.signature import digest_text
 from looptrap.core.state import FILES, SessionState
+from looptrap.reading.signature import digest_text
 
 __all__ = ["NEW", "RETURN", "SAME", "Edit", "apply_edit", "changed_unknown", "edit_of", "predict_edit", "saw_outcome"]
 

@@ -16,7 +16,12 @@ from typing import Any
 import orjson
 import xxhash
 
-from looptrap.core.classify import (
+from looptrap.core.printable import one_line, printable
+from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
+from looptrap.core.types import ALLOW, Call, Signal, Verdict
+from looptrap.detectors.base import Detector, TurnEnd
+from looptrap.engine.config import GuardConfig
+from looptrap.reading.calls import (
     ARG_KEYS,
     NO_WRITE,
     WRITES,
@@ -25,18 +30,12 @@ from looptrap.core.classify import (
     mutation,
     polls_by_args,
     polls_by_name,
-    result_facts,
     shell_line,
-    wrote_nothing,
 )
-from looptrap.core.config import GuardConfig
-from looptrap.core.edits import RETURN, SAME, apply_edit, changed_unknown, edit_of, saw_outcome
-from looptrap.core.printable import one_line, printable
-from looptrap.core.signature import OPAQUE_MARK, Canonicaliser, digest_text
-from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
-from looptrap.core.types import ALLOW, Call, Signal, Verdict
-from looptrap.core.volatile import text_scrubber
-from looptrap.detectors.base import Detector, TurnEnd
+from looptrap.reading.edits import RETURN, SAME, apply_edit, changed_unknown, edit_of, saw_outcome
+from looptrap.reading.results import result_facts, wrote_nothing
+from looptrap.reading.signature import OPAQUE_MARK, Canonicaliser, digest_text
+from looptrap.reading.volatile import text_scrubber
 
 __all__ = ["Engine", "Usage", "read_usage"]
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from looptrap.core.config import GuardConfig
-from looptrap.core.engine import Engine
-from looptrap.core.report import parse_report
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Verdict, more_severe
+from looptrap.engine.config import GuardConfig
+from looptrap.engine.engine import Engine
+from looptrap.reading.report import parse_report
 
 if TYPE_CHECKING:
     from looptrap.stores.base import AsyncStore, Snapshot, Store
@@ -549,7 +549,7 @@ class Guard(_GuardBase):
         advice text); a halt raises :class:`looptrap.LoopHalted`. An exception from the tool is recorded
         as an error result and re-raised.
         """
-        from looptrap.core.wrap import guarded
+        from looptrap.drivers.wrap import guarded
 
         def deco(f: F) -> F:
             return guarded(self, f, name=name, on_advice=on_advice, result_is_error=result_is_error)
@@ -664,7 +664,7 @@ class AsyncGuard(_GuardBase):
 
     def tool(self, fn: F, /) -> F:
         """Decorate an async tool function: check, run, record (see :meth:`Guard.tool`)."""
-        from looptrap.core.wrap import guarded
+        from looptrap.drivers.wrap import guarded
 
         return guarded(self, fn)
 
