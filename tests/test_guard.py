@@ -13,8 +13,10 @@ import pytest
 import looptrap
 from looptrap import (
     Budgets,
+    Detector,
     Escalation,
     Guard,
+    GuardConfig,
     LoopHalted,
     SessionState,
     StateVersionError,
@@ -483,15 +485,23 @@ def test_outcomes_drive_the_detectors() -> None:
 # -- failure modes --------------------------------------------------------------------------------------
 
 
-def _boom(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("engine exploded")
+class Exploding(Detector):
+    """A detector that breaks inside the engine's check, record and end of turn (a bug in a custom one)."""
+
+    name = "exploding"
+
+    def check(self, call: Any, state: Any, policy: Any) -> Any:
+        raise RuntimeError("engine exploded")
+
+    def observe(self, entry: Any, state: Any, now: float | None) -> None:
+        raise RuntimeError("engine exploded")
+
+    def end_turn(self, turn: Any, state: Any) -> Any:
+        raise RuntimeError("engine exploded")
 
 
-def test_fail_open(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    guard = Guard(clock=None)
-    monkeypatch.setattr(guard.engine, "check", _boom)
-    monkeypatch.setattr(guard.engine, "record", _boom)
-    monkeypatch.setattr(guard.engine, "end_turn", _boom)
+def test_fail_open(caplog: pytest.LogCaptureFixture) -> None:
+    guard = Guard(GuardConfig(detectors=(Exploding(),)), clock=None)
     with caplog.at_level(logging.ERROR, logger="looptrap"):
         v = guard.check("search_docs", {"q": "x"})
         guard.record("search_docs", {"q": "x"}, "result")
@@ -506,9 +516,8 @@ def test_fail_open(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFix
     assert "allowing" in errors[0].getMessage()
 
 
-def test_fail_closed(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    guard = Guard(clock=None, fail_closed=True)
-    monkeypatch.setattr(guard.engine, "check", _boom)
+def test_fail_closed(caplog: pytest.LogCaptureFixture) -> None:
+    guard = Guard(GuardConfig(detectors=(Exploding(),)), clock=None, fail_closed=True)
     with caplog.at_level(logging.ERROR, logger="looptrap"):
         v = guard.check("search_docs", {"q": "x"})
     assert (v.action, v.kind, v.reason) == ("halt", "guard", "guard_error")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from looptrap.core.printable import one_line
 
@@ -39,22 +39,22 @@ class StateVersionError(ValueError):
 class Flag:
     """Bit flags of a history entry (the first six mirror :class:`looptrap.reading.results.ResultFacts`)."""
 
-    ERROR = 1
-    EMPTY = 2
-    ACK = 4
-    PENDING = 8
-    NON_RETRYABLE = 16
-    RETRYABLE = 32
-    STALE = 64  # same call, same result, already seen since the last state change
-    MUTATED = 128  # a successful mutating call: starts a new epoch
-    NOVEL = 256  # a result this tool had not returned since the last state change
-    LONG = 512  # a result longer than a short status line
-    WRITE_ATTEMPT = 1024  # a mutating call, whether or not it succeeded
-    BATCHED = 2048  # arrived while other calls were still running (parallel tool calls of one turn)
-    NOOP = 4096  # a write that changed nothing (its result says so, or it wrote what was already there)
-    REVERT = 8192  # a write that brought a file back to a content it already had in this task
-    OPAQUE = 16384  # a result with no faithful canonical form: never equal to anything
-    NEWS = 32768  # the call brought something new: a successful state change, or new content that is not an
+    ERROR: Final = 1
+    EMPTY: Final = 2
+    ACK: Final = 4
+    PENDING: Final = 8
+    NON_RETRYABLE: Final = 16
+    RETRYABLE: Final = 32
+    STALE: Final = 64  # same call, same result, already seen since the last state change
+    MUTATED: Final = 128  # a successful mutating call: starts a new epoch
+    NOVEL: Final = 256  # a result this tool had not returned since the last state change
+    LONG: Final = 512  # a result longer than a short status line
+    WRITE_ATTEMPT: Final = 1024  # a mutating call, whether or not it succeeded
+    BATCHED: Final = 2048  # arrived while other calls were still running (parallel tool calls of one turn)
+    NOOP: Final = 4096  # a write that changed nothing (its result says so, or it wrote what was already there)
+    REVERT: Final = 8192  # a write that brought a file back to a content it already had in this task
+    OPAQUE: Final = 16384  # a result with no faithful canonical form: never equal to anything
+    NEWS: Final = 32768  # the call brought something new: a successful state change, or new content that is not an
     # error, not empty and not stale (set by the engine: the one definition drift, repeated text and the
     # escalation ladder use)
 

@@ -11,7 +11,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -68,7 +67,7 @@ class _GuardBase:
             cfg = config or GuardConfig()
             engine = Engine(cfg.replace(**options) if options else cfg)
         if store is not None and "previews" not in options and not store.previews and engine.config.previews:
-            engine = _without_previews(engine)  # a store that persists states keeps digests unless asked
+            engine = engine.without_previews()  # a store that persists states keeps digests unless asked
         if on_store_error not in ("open", "closed"):
             raise ValueError(f"on_store_error must be 'open' or 'closed', got {on_store_error!r}")
         self._engine = engine
@@ -706,15 +705,3 @@ def _tracked(change: Callable[[SessionState], R]) -> tuple[Callable[[SessionStat
             raise
 
     return tracked, failed
-
-
-_QUIET: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
-
-
-def _without_previews(engine: Engine) -> Engine:
-    """The engine's configuration without argument previews and result excerpts (one per engine: guards
-    of a pool share it)."""
-    quiet = _QUIET.get(engine)
-    if quiet is None:
-        quiet = _QUIET[engine] = Engine(engine.config.replace(previews=False))
-    return quiet

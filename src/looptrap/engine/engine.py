@@ -126,6 +126,15 @@ class Engine:
         self._mutating_cache: dict[int, tuple[int, str, bool]] = {}
         self._polls_cache: dict[tuple[Any, ...], bool] = {}
         self._budgets = self.config.budgets if self.config.budgets.active else None
+        self._quiet: Engine | None = None
+
+    def without_previews(self) -> Engine:
+        """An engine of this configuration without argument previews and result excerpts (made once: guards
+        of a pool that share this engine share it too)."""
+        quiet = self._quiet
+        if quiet is None:
+            quiet = self._quiet = Engine(self.config.replace(previews=False))
+        return quiet
 
     # -- calls --------------------------------------------------------------------------------------
     def plan(self, tool: str) -> _ToolPlan:

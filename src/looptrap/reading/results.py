@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "ResultFacts",
@@ -151,12 +151,12 @@ _SHORT_MESSAGE = 160  # "not found" inside a longer text does not make it an emp
 class ResultFacts:
     """What a result says, as bit flags (cheap to store in history entries)."""
 
-    ERROR = 1
-    EMPTY = 2
-    ACK = 4
-    PENDING = 8
-    NON_RETRYABLE = 16
-    RETRYABLE = 32
+    ERROR: Final = 1
+    EMPTY: Final = 2
+    ACK: Final = 4
+    PENDING: Final = 8
+    NON_RETRYABLE: Final = 16
+    RETRYABLE: Final = 32
 
 
 _STATUS_ERROR = frozenset({"error", "failed", "failure"})
