@@ -58,6 +58,7 @@ def test_list_show_reset(url: str) -> None:
     assert shown.returncode == 0
     assert "calls     3 in 1 turn(s)" in shown.stdout
     assert 'search_docs {"query":"refund policy"}' in shown.stdout
+    assert "interventions (oldest first):\n  #3     advise repeat (loop_repeat) on search_docs\n" in shown.stdout
     full = json.loads(looptrap("sessions", "show", "conv-1", "--json", "--store", url).stdout)
     assert full["session"] == "conv-1"
     assert full["version"] == 1

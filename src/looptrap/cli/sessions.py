@@ -187,3 +187,8 @@ def _show(session: str, rev: int, s: SessionState, out: IO[str]) -> None:
             flags = ",".join(name for bit, name in _FLAGS if e.flags & bit) or "-"
             preview = one_line(s.previews.get(e.digest, e.tool), 70)
             out.write(f"  #{e.call_index:<5} {preview:<70}  {flags}\n")
+    if s.verdicts:
+        out.write("interventions (oldest first):\n")
+        for v in s.verdicts:
+            why = f"{one_line(v.kind, 64)} ({one_line(v.reason, 64)})" if v.kind else one_line(v.reason, 64)
+            out.write(f"  #{v.call_index:<5} {v.action:<6} {why} on {one_line(v.tool, 128)}\n")
