@@ -30,6 +30,7 @@ if _TYPE_CHECKING:
         Oversized,
         Retryable,
         RetryInside,
+        RetryRefused,
         Slow,
         Target,
         Timeout,
@@ -39,7 +40,7 @@ if _TYPE_CHECKING:
         first,
     )
     from looptrap.chaos.log import CallLog, CallRecord
-    from looptrap.chaos.retry import RetryRefused, report_attempts
+    from looptrap.chaos.retry import report_attempts
     from looptrap.chaos.runner import Intervention, Report, run
     from looptrap.chaos.tools import Chaos
 
@@ -72,12 +73,12 @@ _FAULTS = (
 
 _WHERE = {
     **dict.fromkeys(_FAULTS, "looptrap.chaos.faults"),
+    "RetryRefused": "looptrap.chaos.faults",
     "assert_terminates": "looptrap.chaos.asserts",
     "CallLog": "looptrap.chaos.log",
     "CallRecord": "looptrap.chaos.log",
     "Matrix": "looptrap.chaos.fault_matrix",
     "matrix": "looptrap.chaos.fault_matrix",
-    "RetryRefused": "looptrap.chaos.retry",
     "report_attempts": "looptrap.chaos.retry",
     "Intervention": "looptrap.chaos.runner",
     "Report": "looptrap.chaos.runner",

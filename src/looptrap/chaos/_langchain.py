@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 
-from looptrap.chaos.tools import bind_arguments
+from looptrap.chaos.calls import bind_arguments
+from looptrap.chaos.faults import injected
 
 if TYPE_CHECKING:
-    from looptrap.chaos.tools import Chaos
+    from looptrap.chaos.calls import Wrapper
 
 __all__ = ["wrap_tool"]
 
@@ -43,7 +44,7 @@ def _visible(tool: BaseTool) -> list[str] | None:
     return list(props) if isinstance(props, dict) else None
 
 
-def wrap_tool(chaos: Chaos, tool: BaseTool) -> BaseTool:
+def wrap_tool(chaos: Wrapper, tool: BaseTool) -> BaseTool:
     """A copy of ``tool`` that misbehaves by ``chaos``'s faults."""
     only = _visible(tool)
     update: dict[str, Any] = {}
@@ -61,7 +62,7 @@ def wrap_tool(chaos: Chaos, tool: BaseTool) -> BaseTool:
     return copied
 
 
-def _subclass(chaos: Chaos, cls: type[BaseTool], name: str, only: list[str] | None) -> type[BaseTool]:
+def _subclass(chaos: Wrapper, cls: type[BaseTool], name: str, only: list[str] | None) -> type[BaseTool]:
     """A subclass of ``cls`` whose ``_run`` and ``_arun`` run under ``chaos``."""
     sync_run = cls._run
     async_run = cls._arun
@@ -73,9 +74,7 @@ def _subclass(chaos: Chaos, cls: type[BaseTool], name: str, only: list[str] | No
         try:
             return chaos.run_sync(name, argmap, lambda: sync_run(self, *args, **kwargs))
         except Exception as exc:
-            from looptrap.chaos.tools import _injected
-
-            if _injected(exc):
+            if injected(exc):
                 raise ToolException(str(exc)) from exc
             raise
 
@@ -87,9 +86,7 @@ def _subclass(chaos: Chaos, cls: type[BaseTool], name: str, only: list[str] | No
         try:
             return await chaos.run_async(name, argmap, lambda: async_run(self, *args, **kwargs))
         except Exception as exc:
-            from looptrap.chaos.tools import _injected
-
-            if _injected(exc):
+            if injected(exc):
                 raise ToolException(str(exc)) from exc
             raise
 

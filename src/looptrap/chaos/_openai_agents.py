@@ -15,8 +15,10 @@ from agents import FunctionTool
 from agents.tool import maybe_invoke_function_tool_failure_error_function
 from agents.tool_context import ToolContext
 
+from looptrap.chaos.faults import injected
+
 if TYPE_CHECKING:
-    from looptrap.chaos.tools import Chaos
+    from looptrap.chaos.calls import Wrapper
 
 __all__ = ["wrap_tool"]
 
@@ -28,10 +30,8 @@ def _arguments(raw: str) -> Any:
         return raw
 
 
-def wrap_tool(chaos: Chaos, tool: FunctionTool) -> FunctionTool:
+def wrap_tool(chaos: Wrapper, tool: FunctionTool) -> FunctionTool:
     """A copy of ``tool`` that misbehaves by ``chaos``'s faults."""
-    from looptrap.chaos.tools import _injected
-
     wrapped = copy.copy(tool)  # FunctionTool.__copy__ rebinds the invoker to the copy
     inner = wrapped.on_invoke_tool
     name = tool.name
@@ -40,7 +40,7 @@ def wrap_tool(chaos: Chaos, tool: FunctionTool) -> FunctionTool:
         try:
             return await chaos.run_async(name, _arguments(raw), lambda: inner(ctx, raw))
         except Exception as exc:
-            if not _injected(exc):
+            if not injected(exc):
                 raise
             text = await maybe_invoke_function_tool_failure_error_function(
                 function_tool=wrapped, context=ctx, error=exc

@@ -18,7 +18,7 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from looptrap.chaos.faults import InjectedError
 
 if TYPE_CHECKING:
-    from looptrap.chaos.tools import Chaos
+    from looptrap.chaos.calls import Wrapper
 
 __all__ = ["wrap_tool"]
 
@@ -29,7 +29,7 @@ def _convert(exc: Exception) -> BaseException:
     return ToolFailed(str(exc))
 
 
-def wrap_tool(chaos: Chaos, tool: Tool[Any]) -> Tool[Any]:
+def wrap_tool(chaos: Wrapper, tool: Tool[Any]) -> Tool[Any]:
     """A copy of ``tool`` that misbehaves by ``chaos``'s faults."""
     drop: list[str] = []
     if tool.takes_ctx:

@@ -13,7 +13,12 @@ import copy
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+
+from looptrap.core.errors import LooptrapError
+
+if TYPE_CHECKING:
+    from looptrap.core.types import Verdict
 
 __all__ = [
     "ALL",
@@ -32,6 +37,7 @@ __all__ = [
     "NotFound",
     "Oversized",
     "RetryInside",
+    "RetryRefused",
     "Retryable",
     "Slow",
     "Target",
@@ -60,6 +66,20 @@ class InjectedError(Exception):
 
 class InjectedTimeout(InjectedError, TimeoutError):
     """An injected timeout (also a :class:`TimeoutError`)."""
+
+
+class RetryRefused(LooptrapError):
+    """The guard refused a retry attempt (advice or a block): the retrying stops here and the tool fails
+    with the guard's message (``verdict``: the refusing verdict)."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.message)
+        self.verdict = verdict
+
+
+def injected(exc: BaseException) -> bool:
+    """Whether a tool's exception is chaos's doing: an injected error, or a retry the guard refused."""
+    return isinstance(exc, (InjectedError, RetryRefused))
 
 
 class CeilingReached(BaseException):

@@ -16,35 +16,12 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from looptrap.chaos.tools import bind_arguments, current_call
-from looptrap.core.errors import LoopHalted, LooptrapError
+from looptrap.chaos.calls import bind_arguments, current_call, tell_guard
 
 if TYPE_CHECKING:
-    from looptrap.core.types import Verdict
     from looptrap.drivers.guard import Guard
 
-__all__ = ["AttemptReporter", "RetryRefused", "report_attempts", "tell_guard"]
-
-
-class RetryRefused(LooptrapError):
-    """The guard refused a retry attempt (advice or a block): the retrying stops here and the tool fails
-    with the guard's message (``verdict``: the refusing verdict)."""
-
-    def __init__(self, verdict: Verdict) -> None:
-        super().__init__(verdict.message)
-        self.verdict = verdict
-
-
-def tell_guard(guard: Guard, tool: str, args: Any, failure: str) -> None:
-    """One retry, as the guard sees it: the failed attempt's result is recorded, the next attempt checked.
-    Raises :class:`RetryRefused` when the check refuses it, :class:`LoopHalted` on a halt."""
-    guard.record(tool, args, failure, is_error=True)
-    verdict = guard.check(tool, args)
-    if verdict.allowed:
-        return
-    if verdict.action == "halt":
-        raise LoopHalted(verdict)
-    raise RetryRefused(verdict)
+__all__ = ["AttemptReporter", "report_attempts"]
 
 
 def _failure_of_tenacity(state: Any) -> str:

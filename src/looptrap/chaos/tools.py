@@ -9,7 +9,6 @@ imported only when a tool of that framework is wrapped.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import itertools
@@ -18,10 +17,11 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
+from looptrap.chaos.calls import CURRENT, bind_arguments, signature_of, tell_guard
 from looptrap.chaos.faults import (
     CeilingReached,
     Effect,
@@ -30,6 +30,7 @@ from looptrap.chaos.faults import (
     Target,
     content_rng,
     flatten,
+    injected,
     schedule_rng,
 )
 from looptrap.chaos.log import CallLog, CallRecord, preview
@@ -37,22 +38,10 @@ from looptrap.chaos.log import CallLog, CallRecord, preview
 if TYPE_CHECKING:
     from looptrap.drivers.guard import Guard
 
-__all__ = ["Chaos", "ChaosCall", "FaultSpec", "ToolCount", "current_call"]
+__all__ = ["Chaos", "ChaosCall", "FaultSpec", "ToolCount"]
 
 T = TypeVar("T")
 FaultSpec = Fault | str | Iterable[Fault | str] | Mapping[str, Fault | str | Iterable[Fault | str]] | None
-
-#: Values of these types are framework plumbing, not a call's arguments: never logged.
-_CONTEXT_TYPES = frozenset(
-    {
-        "RunContext",
-        "RunContextWrapper",
-        "ToolContext",
-        "ToolRuntime",
-        "CallbackManagerForToolRun",
-        "AsyncCallbackManagerForToolRun",
-    }
-)
 
 
 @dataclass
@@ -65,7 +54,7 @@ class ToolCount:
 
 @dataclass
 class ChaosCall:
-    """The call a wrapped tool is running (see :func:`current_call`)."""
+    """The call a wrapped tool is running (see :func:`looptrap.chaos.calls.current_call`)."""
 
     chaos: Chaos
     tool: str
@@ -78,54 +67,10 @@ class ChaosCall:
     ended: bool = False
 
 
-_CURRENT: contextvars.ContextVar[ChaosCall | None] = contextvars.ContextVar("looptrap_chaos_call", default=None)
-
-
-def current_call() -> ChaosCall | None:
-    """The chaos call running in this context, if any (the retry integration counts its attempts)."""
-    return _CURRENT.get()
-
-
 def _by_tool(faults: FaultSpec) -> list[Fault]:
     if isinstance(faults, Mapping):
         return [f.on(tool) for tool, given in faults.items() for f in flatten(given)]
     return flatten(faults)
-
-
-def bind_arguments(
-    sig: inspect.Signature | None,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    *,
-    drop: Iterable[str] = (),
-    only: Iterable[str] | None = None,
-) -> dict[str, Any]:
-    """A call's arguments by parameter name (``**kwargs`` flattened), without framework plumbing."""
-    out: dict[str, Any]
-    try:
-        if sig is None:
-            raise TypeError
-        bound = sig.bind(*args, **kwargs)
-        out = dict(bound.arguments)
-        for p in sig.parameters.values():
-            if p.kind is inspect.Parameter.VAR_KEYWORD and p.name in out:
-                out.update(out.pop(p.name))
-    except TypeError:
-        out = {"args": list(args), **kwargs} if args else dict(kwargs)
-    keep = set(only) if only is not None else None
-    dropped = set(drop)
-    return {
-        k: v
-        for k, v in out.items()
-        if k not in dropped and (keep is None or k in keep) and type(v).__name__ not in _CONTEXT_TYPES
-    }
-
-
-def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
-    try:
-        return inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
 
 
 def _framework(tool: Any) -> str | None:
@@ -249,7 +194,7 @@ class Chaos:
         """``fn`` (sync or async) wrapped; ``convert`` turns an injected error (or a refused retry) into what
         the framework expects a failing tool to raise; ``drop`` and ``only`` choose the logged arguments."""
         tool = name or str(getattr(fn, "__name__", "tool"))
-        sig = _signature(fn)
+        sig = signature_of(fn)
         drop, only = tuple(drop), (tuple(only) if only is not None else None)
 
         def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -262,7 +207,7 @@ class Chaos:
                 try:
                     return await self.run_async(tool, arguments(args, kwargs), lambda: fn(*args, **kwargs))
                 except Exception as exc:
-                    if convert is not None and _injected(exc):
+                    if convert is not None and injected(exc):
                         raise convert(exc) from exc
                     raise
 
@@ -273,7 +218,7 @@ class Chaos:
             try:
                 return self.run_sync(tool, arguments(args, kwargs), lambda: fn(*args, **kwargs))
             except Exception as exc:
-                if convert is not None and _injected(exc):
+                if convert is not None and injected(exc):
                     raise convert(exc) from exc
                 raise
 
@@ -379,14 +324,12 @@ class Chaos:
 
     def _retrying(self, call: ChaosCall, failure: str) -> None:
         if call.report and self.guard is not None:
-            from looptrap.chaos.retry import tell_guard
-
             tell_guard(self.guard, call.tool, call.args, failure)
 
     def run_sync(self, tool: str, args: Any, real: Callable[[], T]) -> T:
         """Run one call of a sync tool (``real`` runs the tool itself) under the faults."""
         call = self.begin(tool, args)
-        token = _CURRENT.set(call)
+        token = CURRENT.set(call)
         effect = Effect()
         try:
             for attempt in range(1, call.attempts + 1):
@@ -414,12 +357,12 @@ class Chaos:
             self.end(call, _stopped_kind(exc), exc)
             raise
         finally:
-            _CURRENT.reset(token)
+            CURRENT.reset(token)
 
     async def run_async(self, tool: str, args: Any, real: Callable[[], Awaitable[T]]) -> T:
         """Run one call of an async tool (``real`` returns the tool's awaitable) under the faults."""
         call = self.begin(tool, args)
-        token = _CURRENT.set(call)
+        token = CURRENT.set(call)
         effect = Effect()
         try:
             for attempt in range(1, call.attempts + 1):
@@ -447,16 +390,10 @@ class Chaos:
             self.end(call, _stopped_kind(exc), exc)
             raise
         finally:
-            _CURRENT.reset(token)
+            CURRENT.reset(token)
 
 
 _ERROR_KINDS = frozenset({"error", "retryable"})  # a result (not an exception) that says it failed
-
-
-def _injected(exc: BaseException) -> bool:
-    from looptrap.chaos.retry import RetryRefused
-
-    return isinstance(exc, (InjectedError, RetryRefused))
 
 
 def _failure(effect: Effect) -> str:
