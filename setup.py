@@ -16,9 +16,9 @@ import os
 
 from setuptools import setup
 
-#: The per-call path: the engine, what it reads of calls and results, the state and the ladder. The detectors
-#: stay interpreted: mypyc does not keep ``ClassVar`` out of a dataclass's fields (their ``name`` and
-#: ``reason``), so compiled detectors would not construct.
+#: The per-call path: the engine, what it reads of calls and results, the state, the ladder and the built-in
+#: detectors. The detectors are compiled as ordinary Python classes (``mypyc_attr(native_class=False)``) and
+#: their base, ``Detector``, stays interpreted: a custom detector written in Python subclasses it as before.
 COMPILED = [
     "src/looptrap/core/types.py",
     "src/looptrap/core/state.py",
@@ -30,6 +30,14 @@ COMPILED = [
     "src/looptrap/policies/budgets.py",
     "src/looptrap/policies/escalation.py",
     "src/looptrap/engine/engine.py",
+    "src/looptrap/detectors/cycle.py",
+    "src/looptrap/detectors/drift.py",
+    "src/looptrap/detectors/edits.py",
+    "src/looptrap/detectors/errors.py",
+    "src/looptrap/detectors/progress.py",
+    "src/looptrap/detectors/rate.py",
+    "src/looptrap/detectors/repeat.py",
+    "src/looptrap/detectors/text.py",
 ]
 
 ext_modules = []

@@ -11,7 +11,6 @@ This one warns when an agent calls the same tool many times in a row, whatever t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from looptrap import Guard, GuardConfig, ToolPolicy, default_detectors
 from looptrap.core.state import Entry, SessionState
@@ -23,8 +22,8 @@ from looptrap.detectors import Detector
 class ToolStreak(Detector):
     """Warn on the ``threshold``-th call in a row of the same tool (any arguments)."""
 
-    name: ClassVar[str] = "tool_streak"
-    reason: ClassVar[str] = "tool_streak"
+    name = "tool_streak"
+    reason = "tool_streak"
     threshold: int = 8
     warn_only: bool = True  # a streak alone is a hint, not a loop
 

@@ -146,7 +146,7 @@ def dump(config: ConfigFile) -> str:
     detectors = [d for d in g.detectors if not is_alert(d)]
     lines += ["", "[detectors]", f"enabled = {_toml_value([d.name for d in detectors])}"]
     for d in detectors:
-        fields = dataclasses.fields(d)  # type: ignore[arg-type]
+        fields = [f for f in dataclasses.fields(d) if f.init]  # type: ignore[arg-type]
         lines += ["", f"[detectors.{d.name}]", *(f"{f.name} = {_toml_value(getattr(d, f.name))}" for f in fields)]
     for pattern, pol in g.tools.items():
         lines += ["", f"[tools.{_toml_key(pattern)}]"]
@@ -361,7 +361,7 @@ class _Reader:
             if not isinstance(settings, dict):
                 raise self.fail(("detectors", name), f"a table ([detectors.{name}]), got {_kind(settings)}")
             detector = defaults[name]
-            fields = {f.name: f for f in dataclasses.fields(detector)}  # type: ignore[arg-type]
+            fields = {f.name: f for f in dataclasses.fields(detector) if f.init}  # type: ignore[arg-type]
             self.unknown(settings, ("detectors", name), (*fields, "enabled"))
             if settings.get("enabled") is False:
                 continue

@@ -8,7 +8,7 @@ state saved by one process can be loaded and continued by another.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from looptrap.core.types import Call, Signal
 from looptrap.reading.signature import digest_text
@@ -39,8 +39,10 @@ class Detector:
     with ``ToolPolicy(limits={name: n})``. ``warn_only=True`` turns the detector's interventions into warnings.
     """
 
-    name: ClassVar[str] = "detector"
-    reason: ClassVar[str] = "loop"
+    # Set them as class attributes (``name = "my_detector"``). The built-in detectors declare them as dataclass
+    # fields with ``init=False`` instead: compiled (setup.py), mypyc would count a ClassVar as a field.
+    name: str = "detector"
+    reason: str = "loop"
     threshold: int = 0
     warn_only: bool = False
 
@@ -104,7 +106,7 @@ class Detector:
         return digest_text("\x00".join((self.name, *map(str, parts))))
 
     def __repr__(self) -> str:
-        fields = {k: getattr(self, k) for k in getattr(self, "__dataclass_fields__", {})}
+        fields = {k: getattr(self, k) for k, f in getattr(self, "__dataclass_fields__", {}).items() if f.repr}
         inner = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"{type(self).__name__}({inner})"
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
@@ -12,6 +13,7 @@ from looptrap.detectors.base import Detector, preview
 __all__ = ["Cycle"]
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class Cycle(Detector):
     """Intervene on a call that continues a cycle of stale calls:
@@ -25,8 +27,8 @@ class Cycle(Detector):
     therefore never stale; re-running the same greps in the same order without changing anything is.
     """
 
-    name = "cycle"
-    reason = "loop_cycle"
+    name: str = field(default="cycle", init=False, repr=False, compare=False)
+    reason: str = field(default="loop_cycle", init=False, repr=False, compare=False)
     threshold: int = 5
     short_period: int = 3
     warn_only: bool = False

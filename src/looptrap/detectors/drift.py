@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
@@ -15,6 +16,7 @@ __all__ = ["Drift"]
 _KEEP = 8
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class Drift(Detector):
     """Intervene on the next call of a tool once ``threshold`` of its calls came back with nothing new
@@ -29,8 +31,8 @@ class Drift(Detector):
     missing thing is rewording.
     """
 
-    name = "drift"
-    reason = "loop_drift"
+    name: str = field(default="drift", init=False, repr=False, compare=False)
+    reason: str = field(default="loop_drift", init=False, repr=False, compare=False)
     threshold: int = 5
     warn_only: bool = False
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
@@ -17,6 +18,7 @@ _CHECKS = 16  # failing checks followed per task
 _EVIDENCE = 6
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class EditLoop(Detector):
     """Intervene on an edit that continues an edit loop:
@@ -36,8 +38,8 @@ class EditLoop(Detector):
     A write of what a file already holds is no state change at all (it starts no epoch).
     """
 
-    name = "edit_loop"
-    reason = "loop_edit"
+    name: str = field(default="edit_loop", init=False, repr=False, compare=False)
+    reason: str = field(default="loop_edit", init=False, repr=False, compare=False)
     threshold: int = 2
     same_failure: int = 4
     warn_only: bool = False

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
@@ -17,6 +18,7 @@ _TOOLS = 64
 _PER_TOOL = 16
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class ErrorRepeat(Detector):
     """Intervene on a call that keeps failing, counted since the last state change:
@@ -31,8 +33,8 @@ class ErrorRepeat(Detector):
     fixing the code is not a loop.
     """
 
-    name = "error_repeat"
-    reason = "loop_error"
+    name: str = field(default="error_repeat", init=False, repr=False, compare=False)
+    reason: str = field(default="loop_error", init=False, repr=False, compare=False)
     threshold: int = 3
     same_error: int = 3
     non_retryable: int = 1

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.state import SessionState
 from looptrap.core.types import Signal
 from looptrap.detectors.base import Detector, TurnEnd
@@ -11,13 +12,14 @@ from looptrap.detectors.base import Detector, TurnEnd
 __all__ = ["NoAction", "NoProgress"]
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class NoProgress(Detector):
     """Intervene when the ``state`` passed to ``end_turn`` has the same fingerprint ``threshold`` turns in a row,
     whatever the tools did. Turns ended without a state are ignored."""
 
-    name = "no_progress"
-    reason = "no_progress"
+    name: str = field(default="no_progress", init=False, repr=False, compare=False)
+    reason: str = field(default="no_progress", init=False, repr=False, compare=False)
     threshold: int = 3
     warn_only: bool = False
 
@@ -42,6 +44,7 @@ class NoProgress(Detector):
         """The caller's state is the judge of progress here: a write does not reset the count."""
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class NoAction(Detector):
     """Intervene when ``threshold`` turns in a row end without acting: an invalid call (``error``), an empty
@@ -50,8 +53,8 @@ class NoAction(Detector):
     (``Guard.user_message``), is not idleness. The ladder climbs only while the stall goes on (no tool call
     in between)."""
 
-    name = "no_action"
-    reason = "no_action"
+    name: str = field(default="no_action", init=False, repr=False, compare=False)
+    reason: str = field(default="no_action", init=False, repr=False, compare=False)
     threshold: int = 3
     warn_only: bool = False
 

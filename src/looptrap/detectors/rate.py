@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Call, Signal
@@ -13,6 +14,7 @@ from looptrap.detectors.base import Detector
 __all__ = ["Rate"]
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class Rate(Detector):
     """Speed is evidence, not a verdict: when a call would make the last ``threshold`` calls arrive faster
@@ -29,8 +31,8 @@ class Rate(Detector):
     trace); silent without them.
     """
 
-    name = "rate"
-    reason = "rate"
+    name: str = field(default="rate", init=False, repr=False, compare=False)
+    reason: str = field(default="rate", init=False, repr=False, compare=False)
     threshold: int = 30
     max_per_second: float = 10.0
     fruitless_share: float = 0.5

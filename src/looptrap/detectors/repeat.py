@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.state import Flag, SessionState
 from looptrap.core.types import Call, Signal
@@ -12,6 +13,7 @@ from looptrap.detectors.base import Detector
 __all__ = ["Repeat"]
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class Repeat(Detector):
     """Intervene on the ``threshold``-th identical call in a row when its predecessors all returned the same result.
@@ -23,8 +25,8 @@ class Repeat(Detector):
     repeated because the user asked again is an answer.
     """
 
-    name = "repeat"
-    reason = "loop_repeat"
+    name: str = field(default="repeat", init=False, repr=False, compare=False)
+    reason: str = field(default="loop_repeat", init=False, repr=False, compare=False)
     threshold: int = 3
     pending_threshold: int = 12
     non_retryable_threshold: int = 2

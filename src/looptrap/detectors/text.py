@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
 import xxhash
 
+from looptrap.core.compiled import mypyc_attr
 from looptrap.core.printable import one_line
 from looptrap.core.state import Entry, Flag, SessionState
 from looptrap.core.types import Signal
@@ -24,6 +25,7 @@ _WINDOW = 256  # prose units remembered
 _CARRY = 4096  # characters of an unfinished line kept between chunks
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, slots=True, repr=False)
 class RepeatedText(Detector):
     """Intervene when one sentence of the model's prose comes back ``threshold`` times, close together
@@ -38,8 +40,8 @@ class RepeatedText(Detector):
     during productive work is not chanting.
     """
 
-    name = "repeated_text"
-    reason = "loop_text"
+    name: str = field(default="repeated_text", init=False, repr=False, compare=False)
+    reason: str = field(default="loop_text", init=False, repr=False, compare=False)
     threshold: int = 10
     max_gap: int = 4
     min_chars: int = 12
