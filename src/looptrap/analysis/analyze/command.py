@@ -138,6 +138,8 @@ def _discard(files: dict[str, IO[str]]) -> None:
 def _analyze_and_write(
     args: argparse.Namespace, opts: Any, files: dict[str, IO[str]], say: Callable[[str], None]
 ) -> int:
+    import duckdb
+
     from looptrap.analysis.analyze.run import analyze
     from looptrap.analysis.trace import TraceError
 
@@ -151,6 +153,12 @@ def _analyze_and_write(
         return 2
     except OSError as exc:
         say(f"looptrap analyze: {exc.strerror or exc}")
+        return 2
+    except ValueError as exc:  # an input the statistics cannot take (a record longer than DuckDB reads)
+        say(f"looptrap analyze: {exc}")
+        return 2
+    except duckdb.Error as exc:  # out of memory or of temporary disk space, say: its first line
+        say(f"looptrap analyze: DuckDB: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
         return 2
     for w in report.warnings:
         say(f"looptrap: warning: {w}")

@@ -127,5 +127,21 @@ def build_fleet(
             "count": sum(a.bursts for a in sessions),
             "calls": sum(a.burst_calls for a in sessions),
         },
+        "tool_attempts": _tool_attempts(sessions),
         "machine_band_sessions": sum(1 for a in sessions if a.intervals and a.intervals.get("machine_band")),
+    }
+
+
+def _tool_attempts(sessions: list[SessionAnalysis]) -> dict[str, int] | None:
+    """The tool layer across the fleet (``None`` when no call recorded its attempts)."""
+    told = [a for a in sessions if a.attempt_calls]
+    if not told:
+        return None
+    calls = sum(a.attempt_calls for a in told)
+    attempts = sum(a.attempts for a in told)
+    return {
+        "sessions": sum(1 for a in told if a.attempts > a.attempt_calls),
+        "calls": calls,
+        "attempts": attempts,
+        "retries": attempts - calls,
     }

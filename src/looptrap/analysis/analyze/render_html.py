@@ -330,6 +330,11 @@ def render_html(report: Report, title: str = "looptrap analyze") -> str:
             )
         if a.bursts:
             detail.append(f"{a.bursts:,} burst(s) of identical calls within milliseconds ({a.burst_calls:,} calls)")
+        ta = a.tool_attempts
+        if ta and ta["retries"]:
+            detail.append(
+                f"{ta['retries']:,} tool-level retry(ies) behind {ta['calls']:,} call(s) (the log's attempts)"
+            )
         if a.converged:
             detail.append("no new call in its second half")
         for sig in (a.replay.get("signals") or [])[:3] if a.replay else []:

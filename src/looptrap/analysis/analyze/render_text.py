@@ -80,7 +80,15 @@ def render_text(report: Report, out: IO[str], *, color: bool | None = None, widt
             Text(
                 f"machine speed: {f['machine_band_sessions']} session(s) with calls in a tight band under 1 s; "
                 f"{f['bursts']['count']:,} burst(s) of identical calls ({f['bursts']['calls']:,} calls) in "
-                f"{f['bursts']['sessions']} session(s): retries made by the tool layer count as calls here"
+                f"{f['bursts']['sessions']} session(s): retries some layer made and the log holds as calls"
+            )
+        )
+    ta = f.get("tool_attempts")
+    if ta and ta["retries"]:
+        console.print(
+            Text(
+                f"tool layer: {ta['retries']:,} retry(ies) behind {ta['calls']:,} call(s) in {ta['sessions']} "
+                "session(s), from the log's attempts: not calls in the log, so not in the bursts"
             )
         )
     table = Table(title="sessions to look at first", title_justify="left", show_edge=False)

@@ -205,7 +205,7 @@ def _copy_trace(path: str, name: str, out: IO[bytes], problems: Problems) -> Non
 
 # -- the detector pass ----------------------------------------------------------------------------------
 _Job = tuple[list[Source], int, bool, "GuardConfig | None", dict[str, int], float, "Progress | None"]
-_Shard = tuple[list[SessionAnalysis], list[TraceError], list[str], "TraceError | None", dict[str, list[int]]]
+_Shard = tuple[list[SessionAnalysis], list[TraceError], list[str], "TraceError | None", dict[str, list[int]], int]
 _JOB: _Job | None = None
 
 
@@ -220,7 +220,7 @@ def _run_shard(shard: int) -> _Shard:
 
 def run_shard(job: _Job, shard: int) -> _Shard:
     """One process's part of the detector pass: the sessions that hash to ``shard``, each finished (and its
-    memory freed) as soon as its last event (by ``counts``) is read."""
+    memory freed) as soon as its last event (by ``counts``) is read; with the number of events it fed."""
     sources, jobs, strict, config, counts, burst, progress = job
     warnings: list[str] = []
     errors: list[TraceError] = []
@@ -230,6 +230,7 @@ def run_shard(job: _Job, shard: int) -> _Shard:
     finished: set[str] = set()
     done: list[SessionAnalysis] = []
     fatal = None
+    fed = 0
     for src in sources:
         an.source = src.name
         try:
@@ -241,6 +242,7 @@ def run_shard(job: _Job, shard: int) -> _Shard:
                         finished.discard(name)
                         warnings.append(f"session {name!r} had more events than counted: its report is split")
                     an.feed(ev)
+                    fed += 1
                     left = remaining.get(name)
                     if left is not None:
                         if left <= 1:
@@ -257,7 +259,7 @@ def run_shard(job: _Job, shard: int) -> _Shard:
                 break
             errors.append(exc)  # this file ends here; the others are read on
     done += an.finish_all()
-    return done, errors, warnings, fatal, an.tool_results
+    return done, errors, warnings, fatal, an.tool_results, fed
 
 
 def _detect(sources: list[Source], opts: AnalyzeOptions, counts: dict[str, int], jobs: int) -> list[_Shard]:
@@ -293,13 +295,17 @@ def analyze(inputs: list[str], opts: AnalyzeOptions | None = None) -> Report:
         with tempfile.TemporaryDirectory(prefix="looptrap-analyze-") as workdir:
             phase("reading the inputs")
             sources = prepare_sources(paths, opts, problems, workdir)
-            return _analyze_sources(sources, opts, problems, phase)
+            return _analyze_sources(sources, opts, problems, phase, workdir)
     finally:
         phase(None)
 
 
 def _analyze_sources(
-    sources: list[Source], opts: AnalyzeOptions, problems: Problems, phase: Callable[[str | None], None]
+    sources: list[Source],
+    opts: AnalyzeOptions,
+    problems: Problems,
+    phase: Callable[[str | None], None],
+    workdir: str | None = None,
 ) -> Report:
     from looptrap.analysis.analyze.sql import Statistics
 
@@ -317,10 +323,10 @@ def _analyze_sources(
             opts.detectors,
         )
     phase("computing the statistics (DuckDB)")
-    stats = Statistics(files, calls_only=opts.detectors)
+    imported = [s.path for s in sources if s.copied and s.fmt != "trace"]  # their records carry _n
+    stats = Statistics(files, calls_only=opts.detectors, numbered=imported, temp_dir=workdir)
     try:
         top = stats.top_signatures(opts.top)
-        events = stats.totals()[0]
         if not opts.detectors:
             return _statistics_only(stats, sources, opts, problems, top, inputs, warnings)
         counts = stats.counts()
@@ -337,7 +343,9 @@ def _analyze_sources(
     unique: dict[str, TraceError] = {}
     tool_results: dict[str, list[int]] = {}
     sessions: list[SessionAnalysis] = []
-    for done, errors, warns, _, tr in parts:
+    events = 0
+    for done, errors, warns, _, tr, fed in parts:
+        events += fed  # the events the trace reader accepted, as the statistics alone count them
         sessions += done
         said.update(dict.fromkeys(warns))
         for e in errors:
@@ -405,5 +413,6 @@ def _from_sql(row: dict[str, Any]) -> SessionAnalysis:
     a.intervals = row["intervals"]
     a.bursts, a.burst_calls = row["bursts"], row["burst_calls"]
     a.tokens, a.cost_usd = row["tokens"], row["cost_usd"]
+    a.attempts, a.attempt_calls = row["attempts"], row["attempt_calls"]
     a.first_line = row["first_line"]
     return a

@@ -98,6 +98,8 @@ class SessionAnalysis:
     new_in_second_half: int = 0
     bursts: int = 0
     burst_calls: int = 0
+    attempts: int = 0
+    attempt_calls: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
     loop: dict[str, Any] | None = None
@@ -115,6 +117,15 @@ class SessionAnalysis:
     def dedup_ratio(self) -> float:
         """Calls per distinct call (1.0: no call repeated)."""
         return self.tool_calls / self.distinct_calls if self.distinct_calls else 0.0
+
+    @property
+    def tool_attempts(self) -> dict[str, int] | None:
+        """The tool layer under the calls, where the log records it (an ``attempts`` field, as a chaos call
+        log has): the calls that say, the attempts behind them, and the retries among those (attempts past
+        the first of each call). ``None`` when no call says."""
+        if not self.attempt_calls:
+            return None
+        return {"calls": self.attempt_calls, "attempts": self.attempts, "retries": self.attempts - self.attempt_calls}
 
     @property
     def converged(self) -> bool:
@@ -135,6 +146,7 @@ class SessionAnalysis:
             "new_in_second_half": self.new_in_second_half,
             "converged": self.converged,
             "bursts": {"count": self.bursts, "calls": self.burst_calls},
+            "tool_attempts": self.tool_attempts,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 6),
             "loop": self.loop,
@@ -157,6 +169,8 @@ class _Stats:
     """The running statistics of one session."""
 
     __slots__ = (
+        "attempt_calls",
+        "attempts",
         "best",
         "best_from",
         "burst_calls",
@@ -201,6 +215,8 @@ class _Stats:
         self.in_burst = 0
         self.bursts = 0
         self.burst_calls = 0
+        self.attempts = 0
+        self.attempt_calls = 0
         self.intervals = array("d")
         self.seen_n = 0
         self.rng: random.Random | None = None
@@ -312,6 +328,10 @@ class SessionAnalyzer(Replayer):
         n = st.calls
         sig = xxhash.xxh3_64_intdigest(signature_text(tool, args))
         st.tools[tool] = st.tools.get(tool, 0) + 1
+        att = d.get("attempts")
+        if type(att) is int and att >= 1:
+            st.attempts += att
+            st.attempt_calls += 1
         if tool == self.report_tool and isinstance(args, dict) and args.get("needed") and len(st.needed) < 32:
             st.needed.append(one_line(str(args["needed"]), 300))
         known = st.distinct.get(sig)
@@ -450,6 +470,7 @@ class SessionAnalyzer(Replayer):
         half = st.calls // 2
         a.new_in_second_half = sum(1 for first, _ in st.distinct.values() if first > half)
         a.bursts, a.burst_calls = st.bursts, st.burst_calls
+        a.attempts, a.attempt_calls = st.attempts, st.attempt_calls
         a.tokens, a.cost_usd = st.tokens, st.cost
         a.needed = st.needed
         a.tools = st.tools

@@ -1,7 +1,15 @@
-"""The statistics in DuckDB: one scan of the (plain, trace format v1) files into a compact table, then
-``GROUP BY`` and window queries on it, on every core. Used for the fleet's top call signatures and the
-per-session event counts (which let the detector pass free each finished session), and on its own by
-``--no-detectors``.
+"""The statistics in DuckDB, on every core, from one scan of the (plain, trace format v1) files: a ``GROUP BY``
+session, type, tool and arguments whose rows carry every number the report sums and, for calls, each
+call's order and time (a list per signature), so that nothing but one row per group is kept. Only the
+calls, four numbers each, are then sorted, in one window query for the order-dependent numbers (intervals,
+bursts, first calls); one row per session comes back to Python. The detector pass needs only the events per
+session (to free each finished session) and the fleet's top signatures: the same scan, lighter.
+
+The scan reads each field with its type (a time as a number, ``seq`` as an integer), the fast way. A record
+that does not convert (an ISO 8601 time, a line that is not JSON) stops that read, and so does a record the
+trace reader rejects in the first 64 KiB of a file (a ``seq`` written as text, which the typed read would
+convert): the files are then read the exact way, each time and ``seq`` as its JSON text, checked as the
+trace reader checks them.
 
 Calls are ordered by ``_n`` (the line number an importer's output carries), else ``seq``, else ``ts``.
 Signatures here are the tool and its arguments as written (key order counts): importers write arguments
@@ -10,6 +18,7 @@ with sorted keys, so for them, and for traces written that way, they equal the P
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from looptrap.analysis.analyze.session import BURST_SECONDS, interval_summary
@@ -19,73 +28,182 @@ __all__ = ["MEMORY_LIMIT", "Statistics", "connect"]
 #: DuckDB's memory budget (it spills to a temporary folder beyond it).
 MEMORY_LIMIT = "768MB"
 
+#: What the statistics count as an empty result (``is_empty_result`` in the detector pass).
 _EMPTY = (
-    r"(|0 (results?|matches|items|rows)( found)?|no (results?|matches|items|rows|data)( found)?|"
-    r"not found|nothing found|none|null|n/a|\[\]|\{\}|\"\")[.!]?"
+    r"(?is)\s*(|0 (results?|matches|items|rows)( found)?|no (results?|matches|items|rows|data)( found)?|"
+    r"not found|nothing found|none|null|n/a|\[\]|\{\}|\"\")[.!]?\s*"
 )
-
-_COLUMNS = (
-    "{'session': 'VARCHAR', 'type': 'VARCHAR', 'tool': 'VARCHAR', 'args': 'JSON', 'ts': 'VARCHAR', 'seq': 'JSON', "
-    "'_n': 'BIGINT', 'output': 'VARCHAR', 'is_error': 'BOOLEAN', 'usage': 'STRUCT(input_tokens DOUBLE, "
-    "output_tokens DOUBLE, total_tokens DOUBLE, prompt_tokens DOUBLE, completion_tokens DOUBLE, cost_usd DOUBLE, "
-    "cost DOUBLE)'}"
+_USAGE = (
+    "STRUCT(input_tokens DOUBLE, output_tokens DOUBLE, total_tokens DOUBLE, prompt_tokens DOUBLE, "
+    "completion_tokens DOUBLE, cost_usd DOUBLE, cost DOUBLE)"
 )
+_FIELDS = (
+    "'session': 'VARCHAR', 'type': 'VARCHAR', 'tool': 'VARCHAR', 'args': 'JSON', 'output': 'VARCHAR', "
+    f"'is_error': 'BOOLEAN', 'usage': '{_USAGE}', 'attempts': 'BIGINT'"
+)
+_TYPED = ", 'ts': 'DOUBLE', 'seq': 'BIGINT'"
+_TEXT = ", 'ts': 'JSON', 'seq': 'JSON'"  # a value's JSON text: a number is told from a string ("7")
+_NUMBERED = ", '_n': 'BIGINT'"  # the files an importer wrote: each record's line number
+_HEAD = 1 << 16
 
-# Typed columns: DuckDB converts while it parses (a number read as VARCHAR is its text, a value that does
-# not convert is NULL), which is twice as fast as JSON columns taken apart afterwards.
-_LOAD = f"""
-CREATE TEMP TABLE ev AS
-SELECT
-  session AS s,
-  CASE WHEN type <> '' THEN type END AS t,
-  tool,
-  CASE WHEN type = 'tool_call' AND tool <> '' AND session <> '' THEN coalesce(CAST(args AS VARCHAR), 'null') END AS a,
-  CASE WHEN type = 'tool_call' AND tool <> '' AND session <> ''
-       THEN hash(tool, coalesce(CAST(args AS VARCHAR), 'null')) END AS h,
-  coalesce(TRY_CAST(ts AS DOUBLE), epoch(TRY_CAST(ts AS TIMESTAMPTZ))) AS ts,
-  coalesce(_n, CASE WHEN json_type(seq) IN ('BIGINT', 'UBIGINT') THEN CAST(seq AS BIGINT) END) AS n,
-  CASE WHEN type = 'tool_result' THEN coalesce(is_error, false) END AS err,
-  CASE WHEN type <> 'tool_result' THEN NULL WHEN output IS NULL THEN true WHEN length(output) > 40 THEN false
-       ELSE regexp_full_match(lower(trim(output)), '{_EMPTY}') END AS empty,
-  (ts IS NOT NULL AND coalesce(TRY_CAST(ts AS DOUBLE), epoch(TRY_CAST(ts AS TIMESTAMPTZ))) IS NULL)
-    OR json_type(seq) NOT IN ('BIGINT', 'UBIGINT', 'NULL') AS bad_fields,
-  coalesce(usage.total_tokens, coalesce(usage.input_tokens, 0) + coalesce(usage.output_tokens, 0)
-           + coalesce(usage.prompt_tokens, 0) + coalesce(usage.completion_tokens, 0)) AS tokens,
-  coalesce(usage.cost_usd, usage.cost) AS cost
-FROM read_json(?, format = 'newline_delimited', records = true, columns = {_COLUMNS}, ignore_errors = true,
-               maximum_object_size = 67108864)
+
+#: The largest record DuckDB reads, first (its read buffers are twice as large, per thread), then on a
+#: longer record.
+_OBJECT_SIZES = (16 << 20, 64 << 20)
+
+
+def _read(columns: str, *, strict: bool, size: int) -> str:
+    return (
+        f"read_json(?, format = 'newline_delimited', records = true, columns = {{{columns}}}, "
+        f"ignore_errors = {'false' if strict else 'true'}, maximum_object_size = {size})"
+    )
+
+
+def _nonneg(x: str) -> str:
+    return f"CASE WHEN {x} >= 0 THEN {x} END"
+
+
+# Tokens and cost as the detector pass reads a usage (looptrap.core.engine.read_usage): negative values count
+# as nothing, tokens are whole per event.
+_PARTS = " + ".join(
+    f"coalesce({_nonneg('usage.' + k)}, 0)"
+    for k in ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
+)
+_TOKENS = f"CAST(trunc(coalesce({_nonneg('usage.total_tokens')}, {_PARTS})) AS BIGINT)"
+_COST = f"coalesce({_nonneg('usage.cost_usd')}, {_nonneg('usage.cost')})"
+
+# Every record goes to one row of ``g``: a session's calls of one signature; its results of one tool, split
+# by whether they failed and were empty; its events of another type; or records the trace reader rejects
+# (``bad``, and rows whose session, type or tool are missing). A property that takes few values is a key
+# rather than an aggregate (cheaper); each call's order and time is kept in its row's list. ``{rows}`` gives,
+# per record: s, t, tool, a, n, ts, bad, and the raw output, is_error, usage, attempts.
+_GROUPS = f"""
+CREATE TEMP TABLE g AS
+SELECT s, t, tool, a, bad, err, empty, count(*) AS events, min(n) AS first_n,
+       sum(tokens) AS tokens, sum(cost) AS cost, sum(att) AS attempts, count(att) AS attempt_calls,
+       list(struct_pack(n := n, ts := ts)) FILTER (WHERE t = 'tool_call') AS l
+FROM (
+  SELECT s, t, tool, a, n, ts, bad,
+         CASE WHEN t = 'tool_result' THEN coalesce(is_error, false) END AS err,
+         CASE WHEN t = 'tool_result'
+              THEN output IS NULL OR (length(output) <= 40 AND regexp_full_match(output, '{_EMPTY}')) END AS empty,
+         CASE WHEN usage IS NOT NULL THEN {_TOKENS} END AS tokens, CASE WHEN usage IS NOT NULL THEN {_COST} END AS cost,
+         CASE WHEN attempts >= 1 THEN attempts END AS att
+  FROM ({{rows}}))
+GROUP BY s, t, tool, a, bad, err, empty
+"""
+# What the detector pass needs of it: the events per session and the top signatures (``first_n`` makes the
+# typed read convert every ``seq``, as the full one does).
+_GROUPS_LIGHT = """
+CREATE TEMP TABLE g AS
+SELECT s, t, tool, a, bad, count(*) AS events, min(n) AS first_n FROM ({rows}) GROUP BY s, t, tool, a, bad
+"""
+_ROWS_TYPED = (
+    "SELECT session AS s, type AS t, tool, CASE WHEN type = 'tool_call' THEN CAST(args AS VARCHAR) END AS a, {n} AS n, "
+    "ts, coalesce(isinf(ts), false) AS bad, output, is_error, usage, attempts FROM {read}"
+)
+_ROWS_TEXT = """
+SELECT s, t, tool, a, n, ts, output, is_error, usage, attempts,
+       (tj IS NOT NULL AND (ts IS NULL OR NOT isfinite(ts))) OR (sj IS NOT NULL AND sq IS NULL) AS bad
+FROM (SELECT *, coalesce(_n, sq) AS n FROM (
+  SELECT session AS s, type AS t, tool, CASE WHEN type = 'tool_call' THEN CAST(args AS VARCHAR) END AS a, output,
+         is_error, usage, attempts, {n} AS _n,
+         CAST(ts AS VARCHAR) AS tj, CAST(seq AS VARCHAR) AS sj,
+         coalesce(TRY_CAST(CAST(ts AS VARCHAR) AS DOUBLE),
+                  CASE WHEN starts_with(CAST(ts AS VARCHAR), '"')
+                       THEN epoch(TRY_CAST(json_extract_string(ts, '$') AS TIMESTAMPTZ)) END) AS ts,
+         CASE WHEN strpos(CAST(seq AS VARCHAR), '.') = 0 AND strpos(CAST(seq AS VARCHAR), 'e') = 0
+                   AND strpos(CAST(seq AS VARCHAR), 'E') = 0 THEN TRY_CAST(CAST(seq AS VARCHAR) AS BIGINT) END AS sq
+  FROM {read}))
 """
 
-# The detector pass needs only the counts and the top signatures from DuckDB: a lighter table.
-_LOAD_CALLS = """
-CREATE TEMP TABLE ev AS
-SELECT
-  session AS s,
-  CASE WHEN type <> '' THEN type END AS t,
-  tool,
-  CASE WHEN type = 'tool_call' AND tool <> '' AND session <> '' THEN coalesce(CAST(args AS VARCHAR), 'null') END AS a,
-  CASE WHEN type = 'tool_call' AND tool <> '' AND session <> ''
-       THEN hash(tool, coalesce(CAST(args AS VARCHAR), 'null')) END AS h
-FROM read_json(?, format = 'newline_delimited', records = true,
-               columns = {'session': 'VARCHAR', 'type': 'VARCHAR', 'tool': 'VARCHAR', 'args': 'JSON'},
-               ignore_errors = true, maximum_object_size = 67108864)
+# The rows of ``g`` that are events (what the trace reader accepts), with the signature of their calls.
+_VIEW = """
+CREATE TEMP VIEW gv AS
+SELECT *, rowid AS gid, CASE WHEN t = 'tool_call' THEN coalesce(a, 'null') END AS sig,
+       coalesce(NOT bad AND s <> '' AND t <> '' AND (t NOT IN ('tool_call', 'tool_result') OR tool <> ''), false) AS ok
+FROM g
 """
 
-#: The rows the trace reader rejects (a line that is not a JSON object reads as a row of nulls).
-_BAD = "s IS NULL OR s = '' OR t IS NULL OR (t IN ('tool_call', 'tool_result') AND coalesce(tool, '') = '')"
+# The sessions (``sid``: a hash of the name, or a number when two names share a hash).
+_SESSIONS = """
+CREATE TEMP TABLE ss AS
+SELECT s, {sid} AS sid, sum(events) AS events, sum(events) FILTER (WHERE t = 'tool_call') AS calls,
+       count(*) FILTER (WHERE t = 'tool_call') AS distinct_calls,
+       sum(tokens) FILTER (WHERE t IN ('tool_result', 'turn_end')) AS tokens,
+       sum(cost) FILTER (WHERE t IN ('tool_result', 'turn_end')) AS cost,
+       min(first_n) FILTER (WHERE t IN ('tool_call', 'tool_result', 'turn_end', 'text', 'user_message')) AS first_n,
+       sum(attempts) FILTER (WHERE t = 'tool_call') AS attempts,
+       sum(attempt_calls) FILTER (WHERE t = 'tool_call') AS attempt_calls
+FROM gv WHERE ok GROUP BY s
+"""
+# Every call, one row: its session and half its calls, its signature (the row of ``g``), order and time, and
+# whether it is the first call of its signature: ``{first}`` is the one at the signature's smallest ``n``
+# (cheap, and right unless a call has no ``n`` or two share that one), or the smallest (``n``, ``ts``).
+_CALLS = """
+SELECT ss.sid, ss.calls // 2 AS half, q.gid, q.x.n AS n, q.x.ts AS ts, {first} AS first
+FROM (SELECT s, gid, first_n, unnest(l) AS x, {subscript} FROM {source} WHERE ok AND t = 'tool_call') q
+JOIN ss USING (s)
+"""
+_FIRST_BY_N = {"first": "q.x.n = q.first_n", "subscript": "0 AS i", "source": "gv"}
+_FIRST_BY_KEY = {
+    "first": "q.i = q.f",
+    "subscript": "generate_subscripts(l, 1) AS i, f",
+    "source": "(SELECT *, list_position(l, list_min(l)) AS f FROM gv)",
+}
+_SID = "hash(s)"
 
+# The order-dependent numbers, from one window over each session's calls: a gap is from the last call before
+# with a time (``t1``; ``t2`` the one before that), a call is in a burst when it repeats the call just before
+# it within the burst window, and a signature is new in the second half when its first call is. ``firsts``
+# and ``unnumbered`` tell whether the cheap way of finding first calls was right.
+_ORDERED = """
+SELECT sid, count(gap) FILTER (WHERE gap >= 0) AS ngap,
+       quantile_cont(gap, [0.1, 0.5, 0.9]) FILTER (WHERE gap >= 0) AS q,
+       count(*) FILTER (WHERE inb AND NOT coalesce(prev_inb, false)) AS bursts,
+       count(*) FILTER (WHERE inb) AS inb_calls,
+       count(*) FILTER (WHERE first AND k > half) AS new2,
+       count(*) FILTER (WHERE first) AS firsts, count(*) FILTER (WHERE n IS NULL) AS unnumbered
+FROM (
+  SELECT sid, half, first, n, k, ts - t1 AS gap, coalesce(g1 = gid AND ts - t1 BETWEEN 0 AND $1, false) AS inb,
+         g2 = g1 AND p1 - t2 BETWEEN 0 AND $1 AS prev_inb
+  FROM (
+    SELECT sid, half, gid, first, n, ts, row_number() OVER o AS k, lag(gid) OVER o AS g1, lag(gid, 2) OVER o AS g2,
+           lag(ts) OVER o AS p1, lag(ts IGNORE NULLS) OVER o AS t1, lag(ts, 2 IGNORE NULLS) OVER o AS t2
+    FROM ({calls}) WINDOW o AS (PARTITION BY sid ORDER BY n NULLS LAST, ts NULLS LAST)))
+GROUP BY sid
+"""
+_PER_SESSION = """
+SELECT ss.s, coalesce(ss.calls, 0), ss.distinct_calls, coalesce(o.new2, 0), o.ngap, o.q, coalesce(o.bursts, 0),
+       coalesce(o.inb_calls, 0), coalesce(ss.tokens, 0), coalesce(ss.cost, 0), ss.first_n,
+       coalesce(ss.attempts, 0), coalesce(ss.attempt_calls, 0),
+       coalesce(o.firsts, 0) = ss.distinct_calls AND coalesce(o.unnumbered, 0) = 0
+FROM ss LEFT JOIN ({ordered}) o USING (sid) ORDER BY ss.first_n NULLS LAST, ss.s
+"""
+
+# Per tool: calls, sessions that made one, results, failed and empty results.
+_TOOLS = """
+SELECT tool, coalesce(sum(events) FILTER (WHERE t = 'tool_call'), 0), count(*) FILTER (WHERE t = 'tool_call'),
+       coalesce(sum(events) FILTER (WHERE t = 'tool_result'), 0), coalesce(sum(events) FILTER (WHERE err), 0),
+       coalesce(sum(events) FILTER (WHERE empty), 0)
+FROM (SELECT tool, t, err, empty, sum(events) AS events FROM gv WHERE ok AND t IN ('tool_call', 'tool_result')
+      GROUP BY s, tool, t, err, empty)
+GROUP BY tool
+"""
 _TOP = """
-WITH per AS (SELECT s, tool, a, count(*) AS c FROM ev WHERE h IS NOT NULL GROUP BY s, tool, a)
-SELECT tool, a, sum(c) AS calls, count(*) AS sessions, max(c) AS max_in_session
-FROM per GROUP BY tool, a ORDER BY calls DESC, tool, a LIMIT ?
+SELECT tool, sig, sum(events) AS calls, count(*) AS sessions, max(events) AS max_in_session
+FROM gv WHERE ok AND t = 'tool_call' GROUP BY tool, sig ORDER BY calls DESC, tool, sig LIMIT ?
 """
 
 
-def connect(threads: int | None = None) -> Any:
-    """A DuckDB connection using ``threads`` (default: every core)."""
+def connect(threads: int | None = None, temp_dir: str | None = None) -> Any:
+    """A DuckDB connection using ``threads`` (default: every core), spilling to ``temp_dir`` (default:
+    DuckDB's, ``.tmp`` in the working directory) past its memory budget."""
     import duckdb
 
     con = duckdb.connect()
+    if temp_dir is not None:
+        con.execute("SET temp_directory = ?", [temp_dir])
     con.execute(f"SET threads = {max(1, threads or os.cpu_count() or 1)}")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")
@@ -94,18 +212,92 @@ def connect(threads: int | None = None) -> Any:
     return con
 
 
-class Statistics:
-    """The statistics of a set of plain trace files, computed in DuckDB."""
+def _typed_read_fits(path: str) -> bool:
+    """Whether the first 64 KiB of a file look like what the typed read takes exactly: every whole line an
+    event the trace reader accepts, each time a number."""
+    import orjson
 
-    def __init__(self, files: list[str], *, threads: int | None = None, calls_only: bool = False) -> None:
+    from looptrap.analysis.trace import TraceError, event_from
+
+    with open(path, "rb") as f:
+        head = f.read(_HEAD)
+    lines = head.split(b"\n")
+    if len(head) == _HEAD:
+        lines.pop()  # cut short
+    for n, line in enumerate(lines, 1):
+        if not line or line.isspace():
+            continue
+        try:
+            obj = orjson.loads(line)
+            event_from(obj, f"{path}:{n}", n)
+        except (orjson.JSONDecodeError, TraceError):
+            return False
+        if isinstance(obj.get("ts"), str):
+            return False
+    return True
+
+
+class Statistics:
+    """The statistics of a set of plain trace files, computed in DuckDB. ``numbered``: those of ``files``
+    written by an importer (their records carry ``_n``, the order to read them in). ``calls_only``: only
+    what the detector pass needs (:meth:`counts`, :meth:`top_signatures`, :meth:`totals`)."""
+
+    def __init__(
+        self,
+        files: list[str],
+        *,
+        threads: int | None = None,
+        calls_only: bool = False,
+        numbered: Sequence[str] = (),
+        temp_dir: str | None = None,
+    ) -> None:
         self.files = files
-        self.full = not calls_only
-        self.con = connect(threads)
-        self.con.execute(_LOAD_CALLS if calls_only else _LOAD, [files])
+        self.con = connect(threads, temp_dir)
+        self._groups = _GROUPS_LIGHT if calls_only else _GROUPS
+        self._first_by_key = False  # how sessions() found first calls
+        mark = set(numbered)
+        parts = [[f for f in files if f not in mark], [f for f in files if f in mark]]
+        #: Whether the exact (slower) read was needed.
+        self.exact = not all(_typed_read_fits(f) for f in files)
+        if not self.exact and not self._scan(parts, strict=True):
+            self.exact = True
+        if self.exact:
+            self._scan(parts, strict=False)
+        self.con.execute(_VIEW)
+
+    def _scan(self, parts: list[list[str]], *, strict: bool) -> bool:
+        """Build ``g``; ``False`` when a record does not convert in the ``strict`` (typed) read."""
+        import duckdb
+
+        for size in _OBJECT_SIZES:
+            rows: list[str] = []
+            params: list[list[str]] = []
+            for numbered, files in enumerate(parts):
+                if not files:
+                    continue
+                columns = _FIELDS + (_TYPED if strict else _TEXT) + (_NUMBERED if numbered else "")
+                typed_n = "coalesce(_n, seq)" if numbered else "seq"  # the exact read takes seq in _ROWS_TEXT
+                n = typed_n if strict else ("_n" if numbered else "NULL::BIGINT")
+                read = _read(columns, strict=strict, size=size)
+                rows.append((_ROWS_TYPED if strict else _ROWS_TEXT).format(n=n, read=read))
+                params.append(files)
+            try:
+                self.con.execute(self._groups.replace("{rows}", " UNION ALL ".join(rows)), params)
+                return True
+            except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
+                self.con.execute("DROP TABLE IF EXISTS g")
+                if "maximum_object_size" in str(exc):
+                    if size != _OBJECT_SIZES[-1]:
+                        continue  # a longer record than the first buffers hold: larger ones
+                    raise ValueError(f"a record longer than {2 * size >> 20} MiB, more than DuckDB reads") from None
+                if strict:
+                    return False
+                raise
+        return False
 
     def counts(self) -> dict[str, int]:
         """Events per session (what the detector pass will be fed for it)."""
-        rows = self.con.execute(f"SELECT s, count(*) FROM ev WHERE NOT ({_BAD}) GROUP BY s").fetchall()
+        rows = self.con.execute("SELECT s, sum(events) FROM gv WHERE ok GROUP BY s").fetchall()
         return {str(s): int(n) for s, n in rows}
 
     def top_signatures(self, limit: int) -> list[dict[str, Any]]:
@@ -119,84 +311,70 @@ class Statistics:
 
     def totals(self) -> tuple[int, int, int]:
         """Events, tool calls, and records read that are not events (not JSON objects, no session, no type, a
-        call or result without a tool, a time that is not one: what the trace reader rejects)."""
-        bad = _BAD + (" OR bad_fields" if self.full else "")
+        call or result without a tool, a time or ``seq`` that is not one: what the trace reader rejects)."""
         ev, calls, nbad = self.con.execute(
-            f"SELECT count(*) FILTER (WHERE NOT ({bad})), count(h), count(*) FILTER (WHERE {bad}) FROM ev"
+            "SELECT coalesce(sum(events) FILTER (WHERE ok), 0), "
+            "coalesce(sum(events) FILTER (WHERE ok AND t = 'tool_call'), 0), "
+            "coalesce(sum(events) FILTER (WHERE NOT ok), 0) FROM gv"
         ).fetchone()
         return int(ev), int(calls), int(nbad)
 
     def needed(self, report_tool: str) -> dict[str, list[str]]:
-        """Per session, the ``needed`` texts of its ``report_blocked`` calls."""
+        """Per session, the ``needed`` texts of its ``report_blocked`` calls, in call order."""
         from looptrap.core.printable import one_line
 
         out: dict[str, list[str]] = {}
-        for s, text in self.con.execute(
-            "SELECT s, json_extract_string(a, '$.needed') FROM ev WHERE h IS NOT NULL AND tool = ? "
-            "AND json_extract_string(a, '$.needed') IS NOT NULL ORDER BY n NULLS LAST",
+        rows = self.con.execute(
+            "SELECT s, text FROM (SELECT s, json_extract_string(a, '$.needed') AS text, unnest(l) AS x FROM gv "
+            "WHERE ok AND t = 'tool_call' AND tool = ?) WHERE text <> '' ORDER BY s, x.n NULLS LAST, x.ts NULLS LAST",
             [report_tool],
-        ).fetchall():
+        ).fetchall()
+        for s, text in rows:
             got = out.setdefault(str(s), [])
-            if len(got) < 32 and text:
+            if len(got) < 32:
                 got.append(one_line(str(text), 300))
         return out
 
     def tools(self) -> dict[str, list[int]]:
         """Per tool: ``[calls, sessions, results, errors, empty results]``."""
-        rows = self.con.execute(
-            "SELECT tool, count(h), count(DISTINCT s) FILTER (WHERE h IS NOT NULL), count(err), "
-            "count(*) FILTER (WHERE err), count(*) FILTER (WHERE empty) "
-            "FROM ev WHERE tool IS NOT NULL AND s <> '' AND t IN ('tool_call', 'tool_result') GROUP BY tool"
-        ).fetchall()
+        rows = self.con.execute(_TOOLS).fetchall()
         return {str(t): [int(c), int(s), int(r), int(e), int(m)] for t, c, s, r, e, m in rows}
 
+    def _per_session(self, burst_seconds: float, first: dict[str, str]) -> list[Any]:
+        ordered = _ORDERED.format(calls=_CALLS.format(**first))
+        return list(self.con.execute(_PER_SESSION.format(ordered=ordered), [burst_seconds]).fetchall())
+
     def sessions(self, burst_seconds: float = BURST_SECONDS) -> list[dict[str, Any]]:
-        """Per session: calls, distinct calls, new calls in the second half, intervals, bursts, tokens, cost."""
-        q = """
-        WITH c AS (
-          SELECT s, h, ts, row_number() OVER w AS k, lag(h) OVER w AS ph, ts - lag(ts) OVER w AS gap
-          FROM ev WHERE h IS NOT NULL
-          WINDOW w AS (PARTITION BY s ORDER BY n NULLS LAST, ts NULLS LAST)),
-        b AS (
-          SELECT s, h, k, gap, (ph = h AND gap >= 0 AND gap <= ?) AS inb,
-                 lag(ph = h AND gap >= 0 AND gap <= ?) OVER (PARTITION BY s ORDER BY k) AS prev
-          FROM c),
-        firsts AS (SELECT s, h, min(k) AS k1 FROM c GROUP BY s, h),
-        per AS (
-          SELECT s, count(*) AS calls,
-                 count(gap) FILTER (WHERE gap >= 0) AS ngap,
-                 quantile_cont(gap, [0.1, 0.5, 0.9]) FILTER (WHERE gap >= 0) AS q,
-                 count(*) FILTER (WHERE inb AND NOT coalesce(prev, false)) AS bursts,
-                 count(*) FILTER (WHERE inb) AS inb_calls
-          FROM b GROUP BY s),
-        dist AS (
-          SELECT f.s, count(*) AS distinct_calls, count(*) FILTER (WHERE f.k1 > p.calls // 2) AS new2
-          FROM firsts f JOIN per p USING (s) GROUP BY f.s),
-        money AS (SELECT s, sum(tokens) AS tokens, sum(cost) AS cost, min(n) AS first_n FROM ev
-                  WHERE s <> '' AND t IN ('tool_call', 'tool_result', 'turn_end', 'text', 'user_message')
-                  GROUP BY s)
-        SELECT m.s, coalesce(p.calls, 0), coalesce(d.distinct_calls, 0), coalesce(d.new2, 0), p.ngap, p.q,
-               coalesce(p.bursts, 0), coalesce(p.inb_calls, 0), coalesce(m.tokens, 0), coalesce(m.cost, 0), m.first_n
-        FROM money m LEFT JOIN per p USING (s) LEFT JOIN dist d USING (s)
-        WHERE m.s <> ''
-        ORDER BY m.first_n NULLS LAST, m.s
-        """
+        """Per session, in order of their first event: calls, distinct calls, new calls in the second half,
+        intervals, bursts, tool-level attempts, tokens, cost."""
+        con = self.con
+        con.execute("DROP TABLE IF EXISTS ss")
+        con.execute(_SESSIONS.format(sid=_SID))
+        if con.execute("SELECT count(DISTINCT sid) <> count(*) FROM ss").fetchone()[0]:  # two names, one hash
+            con.execute("DROP TABLE ss")
+            con.execute(_SESSIONS.format(sid="row_number() OVER (ORDER BY s)"))
+        unnumbered = con.execute("SELECT count(*) FROM gv WHERE ok AND t = 'tool_call' AND first_n IS NULL").fetchone()
+        self._first_by_key = bool(unnumbered[0])
+        rows = self._per_session(burst_seconds, _FIRST_BY_KEY if self._first_by_key else _FIRST_BY_N)
+        if not self._first_by_key and not all(r[13] for r in rows):  # two calls at a signature's first n
+            self._first_by_key = True
+            rows = self._per_session(burst_seconds, _FIRST_BY_KEY)
         out = []
-        rows = self.con.execute(q, [burst_seconds, burst_seconds]).fetchall()
-        for s, calls, distinct, new2, ngap, qs, bursts, inb, tokens, cost, first_n in rows:
-            intervals = interval_summary(int(ngap), qs[1], qs[0], qs[2]) if ngap else None
+        for s, calls, distinct, new2, ngap, qs, bursts, inb, tokens, cost, first_n, att, att_calls, _ in rows:
             out.append(
                 {
                     "session": str(s),
                     "tool_calls": int(calls),
                     "distinct_calls": int(distinct),
                     "new_in_second_half": int(new2),
-                    "intervals": intervals,
+                    "intervals": interval_summary(int(ngap), qs[1], qs[0], qs[2]) if ngap else None,
                     "bursts": int(bursts),
                     "burst_calls": int(inb) + int(bursts),
                     "tokens": int(tokens),
                     "cost_usd": float(cost),
                     "first_line": int(first_n) if first_n is not None else 0,
+                    "attempts": int(att),
+                    "attempt_calls": int(att_calls),
                 }
             )
         return out

@@ -1,5 +1,6 @@
 """Plain call logs: CSV, TSV or JSON Lines with one tool call per row: a sequence number, a time stamp, the
-tool and its arguments, and optionally the session, the result, whether it failed and its cost. The
+tool and its arguments, and optionally the session, the result, whether it failed, its cost and the
+tool-level attempts behind it (``attempts``, as a chaos call log has: docs/chaos.md#the-call-log). The
 columns are named by ``--columns`` (``session=run_id,tool=name,args=input``...); without it, common names
 are looked for (below). Rows are read in file order; a row without a session belongs to the file's."""
 
@@ -32,6 +33,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "output": ("output", "result", "response", "tool_output", "observation"),
     "is_error": ("is_error", "error", "failed", "ok", "success", "status"),
     "cost": ("cost", "cost_usd", "price"),
+    "attempts": ("attempts",),
 }
 _TRUE = {"1", "true", "yes", "y", "t", "error", "failed", "failure", "fail"}
 _FALSE_WORDS = {"ok", "success"}
@@ -82,6 +84,19 @@ def _failed(v: Any, column: str) -> bool:
     return text in _TRUE and text not in _FALSE_WORDS
 
 
+def _count(v: Any) -> int | None:
+    """A positive whole number (an ``int``, or its text), else ``None``."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if v >= 1 else None
+    try:
+        n = int(str(v).strip())
+    except ValueError:
+        return None
+    return n if n >= 1 else None
+
+
 def rows_to_events(
     rows: Iterator[tuple[int, Mapping[str, Any]]],
     names: list[str],
@@ -125,6 +140,14 @@ def rows_to_events(
                 continue
             rec["ts"] = ts
         rec["args"] = maybe_json(row.get(cols["args"])) if "args" in cols else None
+        if "attempts" in cols and row.get(cols["attempts"]) not in (None, ""):
+            attempts = _count(row.get(cols["attempts"]))
+            if attempts is None:
+                problems.add(
+                    f"{name}:{n}", f"'{cols['attempts']}' is not a count: {str(row.get(cols['attempts']))[:40]!r}"
+                )
+            else:
+                rec["attempts"] = attempts
         yield rec
         if "output" in cols or "is_error" in cols or "cost" in cols:
             res: Record = {k: rec[k] for k in ("session", "tool", "call_id", "seq", "ts") if k in rec}
