@@ -19,6 +19,8 @@ from setuptools import setup
 #: The per-call path: the engine, what it reads of calls and results, the state, the ladder and the built-in
 #: detectors. The detectors are compiled as ordinary Python classes (``mypyc_attr(native_class=False)``) and
 #: their base, ``Detector``, stays interpreted: a custom detector written in Python subclasses it as before.
+#: Then the per-event path of ``replay`` and ``analyze``: reading trace lines, replaying them, and the
+#: per-session statistics of the detector pass.
 COMPILED = [
     "src/looptrap/core/types.py",
     "src/looptrap/core/state.py",
@@ -38,6 +40,9 @@ COMPILED = [
     "src/looptrap/detectors/rate.py",
     "src/looptrap/detectors/repeat.py",
     "src/looptrap/detectors/text.py",
+    "src/looptrap/analysis/trace.py",
+    "src/looptrap/analysis/replay.py",
+    "src/looptrap/analysis/analyze/session.py",
 ]
 
 ext_modules = []

@@ -2,6 +2,7 @@
 machine's floors measured in the same run. Prints a Markdown table.
 
     .venv/bin/python benchmarks/analyze.py [--sizes 1000000,10000000] [--seed 7] [--keep DIR] [--html FILE]
+        [--compiled SRC]
 
 For each size (events), the script writes a seeded fleet log in trace format v1 (JSON Lines): healthy
 sessions, loops of each shape (the same call again, reworded searches, a ping-pong, the same error, a retry
@@ -12,7 +13,12 @@ process whose peak memory is read by a small launcher:
 * floor (read): reading the file line by line, nothing else;
 * floor (DuckDB): ``SELECT session, tool, args, count(*) ... GROUP BY session, tool, args`` over the file;
 * ``looptrap analyze FILE --no-detectors --json``: the statistics (DuckDB);
-* ``looptrap analyze FILE --json``: statistics and the detectors (both cores).
+* ``looptrap analyze FILE --json``: statistics and the detectors (both cores);
+* with ``--compiled SRC`` (the ``src`` folder of a tree built with ``LOOPTRAP_COMPILE=1 python setup.py
+  build_ext --inplace``, docs/evaluation.md#compiled-build), the same command run on that build, which must
+  report the same sessions.
+
+With ``--keep DIR`` a log already written there for the same size and seed is used again.
 
 This is a benchmark, not a test: it asserts only what would make its numbers meaningless (the loops found).
 """
@@ -225,9 +231,9 @@ sys.stdout.write(f"{dt} {rss}\\n")
 """
 
 
-def timed(argv: list[str], out: Path) -> tuple[float, float, bytes]:
+def timed(argv: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[float, float, bytes]:
     """Wall time (s) and peak RSS (MiB) of the command's largest process, and its stdout."""
-    p = subprocess.run([PY, "-c", _LAUNCHER, str(out), *argv], capture_output=True, text=True, check=True)
+    p = subprocess.run([PY, "-c", _LAUNCHER, str(out), *argv], capture_output=True, text=True, check=True, env=env)
     dt, rss = p.stdout.split()
     data = out.read_bytes()
     out.unlink()
@@ -255,6 +261,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--keep", metavar="DIR", help="write the logs here and keep them (default: a temporary folder)")
     ap.add_argument("--html", metavar="FILE", help="also write the HTML report of the smallest size's log")
+    ap.add_argument("--compiled", metavar="SRC", help="also run the full analysis on the compiled build in SRC")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="looptrap-analyze-"))
@@ -270,7 +277,13 @@ def main() -> int:
     rows = []
     for size in sizes:
         log = work / f"fleet-{size}.jsonl"
-        info = generate(log, size, args.seed)
+        about = work / f"fleet-{size}-seed{args.seed}.json"
+        if args.keep and log.exists() and about.exists():
+            info = orjson.loads(about.read_bytes())
+        else:
+            info = generate(log, size, args.seed)
+            if args.keep:
+                about.write_bytes(orjson.dumps(info))
         mib = info["bytes"] / (1 << 20)
         print(
             f"# {info['events']:,} events, {mib:,.0f} MiB, {info['sessions']:,} sessions "
@@ -285,25 +298,35 @@ def main() -> int:
         stats_s, stats_mb, stats_out = timed([*cli, "--no-detectors", "--json"], out)
         full_s, full_mb, full_out = timed([*cli, "--json"], out)
         report = orjson.loads(full_out)
+        compiled = None
+        if args.compiled:
+            env = {**os.environ, "PYTHONPATH": str(Path(args.compiled).resolve())}
+            c_s, c_mb, c_out = timed([*cli, "--json"], out, env=env)
+            same = orjson.loads(c_out)["sessions"] == report["sessions"]
+            assert same, "the compiled build reports other sessions than the interpreted one"
+            compiled = (c_s, c_mb)
         loops = report["fleet"]["loops"]["sessions"]
         expected = sum(v for k, v in info["shapes"].items() if k != "healthy") + 1
         assert loops >= expected * 0.9, (loops, expected)  # the loops are found, or the numbers mean nothing
         assert orjson.loads(stats_out)["fleet"]["tool_calls"] == report["fleet"]["tool_calls"]
-        rows.append((info, mib, read_s, read_mb, duck_s, duck_mb, stats_s, stats_mb, full_s, full_mb, loops))
+        rows.append((info, mib, read_s, read_mb, duck_s, duck_mb, stats_s, stats_mb, full_s, full_mb, loops, compiled))
         if args.html and size == min(sizes):
             subprocess.run([*cli, "--html", args.html], check=False, stdout=subprocess.DEVNULL)
         if not args.keep:
             log.unlink()
     print("| events | size | measurement | wall time | events/s | peak memory |")
     print("|---|---|---|---|---|---|")
-    for info, mib, read_s, read_mb, duck_s, duck_mb, stats_s, stats_mb, full_s, full_mb, loops in rows:
+    for info, mib, read_s, read_mb, duck_s, duck_mb, stats_s, stats_mb, full_s, full_mb, loops, compiled in rows:
         n = info["events"]
-        for label, s, mb in (
+        measured = [
             ("floor: read the file", read_s, read_mb),
             ("floor: DuckDB `GROUP BY session, tool, args`", duck_s, duck_mb),
             ("`analyze --no-detectors` (statistics)", stats_s, stats_mb),
             (f"`analyze` (statistics and detectors; {loops:,} sessions with a loop)", full_s, full_mb),
-        ):
+        ]
+        if compiled is not None:
+            measured.append(("`analyze`, compiled build (the same sessions)", *compiled))
+        for label, s, mb in measured:
             print(f"| {n:,} | {mib:,.0f} MiB | {label} | {s:.1f} s | {n / s:,.0f} | {mb:,.0f} MiB |")
     print(f"\nmachine: {os.cpu_count()} CPUs; max RSS is of the largest single process", file=sys.stderr)
     return 0

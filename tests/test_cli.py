@@ -624,6 +624,40 @@ def test_an_escaped_top_level_key_is_routed_like_any_other(tmp_path: Path) -> No
         assert reports(many.stdout) == reports(one.stdout), jobs
 
 
+def test_routing_reads_the_session_without_parsing_only_when_certain() -> None:
+    from looptrap.analysis.trace import routed_session
+
+    assert routed_session(b'{"session":"a","type":"text"}') == "a"  # the common spelling, no regex
+    assert routed_session(b'{"type":"text","session" :\t"a"}') == "a"  # other spacing: the regex
+    assert routed_session(b'{"session":"","type":"text"}') is None  # empty: only parsing tells
+    assert routed_session(b'{"session":"a\\"b","type":"text"}') is None  # an escape in the value
+    assert routed_session(b'{"session":7,"type":"text"}') is None  # not a string
+    assert routed_session(b'{"session":"a","type":"text","args":{"session":"b"}}') is None  # twice
+    assert routed_session(b'{"session":"a","type":"text","text":"\\u00e9"}') == "a"  # an escape, not of the key
+    assert routed_session(b'{"session":"\xff","type":"text"}') is None  # not UTF-8
+
+
+def test_the_router_remembers_each_session_and_stays_bounded() -> None:
+    from looptrap.analysis.trace import _Router
+
+    asked: list[str] = []
+
+    def keep(session: str) -> bool:
+        asked.append(session)
+        return session.endswith("0")
+
+    router = _Router(keep, limit=4)
+    lines = [f'{{"session":"s{k // 10}","type":"text"}}'.encode() for k in range(60)]  # s0 ten times, s1...
+    kept = [router.kept(line) for line in lines]
+    assert kept == [k // 10 == 0 for k in range(60)]
+    assert asked == [f"s{k}" for k in range(6)]  # once per session
+    assert len(router.decided) <= 4  # emptied past its limit
+    assert router.kept(lines[0]) is True
+    assert asked[-1] == "s0"  # forgotten, so asked again
+    assert router.kept(b'{"type":"text"}') is None  # no session to read: parse the line
+    assert router.kept(b'{"session":"\xff","type":"text"}') is None
+
+
 def test_gzip_trace(tmp_path: Path) -> None:
     import gzip
 

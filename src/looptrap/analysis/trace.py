@@ -92,16 +92,56 @@ def routed_session(raw: bytes) -> str | None:
     escape could spell that key another way (``"\\u0073ession"``), qualifies: then that key is the event's
     own, if the line is valid at all (if it is not, the reader that keeps the session it names reports it).
     """
-    i = raw.find(_SESSION_KEY)
-    if i < 0 or raw.find(_SESSION_KEY, i + 9) >= 0:
-        return None
-    m = _SESSION_VALUE.match(raw, i + 9)
-    if m is None or (b"\\u" in raw and _SESSION_ESCAPE.search(raw) is not None):
+    key = _routed_key(raw)
+    if key is None:
         return None
     try:
-        return m.group(1).decode("utf-8")
+        return key.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _routed_key(raw: bytes) -> bytes | None:
+    """:func:`routed_session`'s value as the line's bytes (not decoded)."""
+    i = raw.find(_SESSION_KEY)
+    if i < 0 or raw.rfind(_SESSION_KEY) != i:
+        return None
+    if raw.find(b"\\") >= 0:  # an escape somewhere: the careful way
+        if b"\\u" in raw and _SESSION_ESCAPE.search(raw) is not None:
+            return None
+    elif raw[i + 9 : i + 11] == b':"':  # the common spelling, read without the regex (it costs more)
+        end = raw.find(b'"', i + 11)
+        return raw[i + 11 : end] if end > i + 11 else None
+    m = _SESSION_VALUE.match(raw, i + 9)
+    return None if m is None else m.group(1)
+
+
+class _Router:
+    """``keep`` remembered per session as a line spells it, so that a line of a session already seen costs
+    a dict lookup (the cache is emptied past ``limit`` sessions, so memory stays bounded)."""
+
+    __slots__ = ("decided", "keep", "limit")
+
+    def __init__(self, keep: Callable[[str], bool], limit: int = 1 << 16) -> None:
+        self.keep = keep
+        self.limit = limit
+        self.decided: dict[bytes, int] = {}  # 1: kept, 0: not kept, -1: parse the line to know
+
+    def kept(self, raw: bytes) -> bool | None:
+        """Whether the line's session is kept; ``None`` when the line must be parsed to know."""
+        key = _routed_key(raw)
+        if key is None:
+            return None
+        got = self.decided.get(key, 2)
+        if got == 2:
+            try:
+                got = 1 if self.keep(key.decode("utf-8")) else 0
+            except UnicodeDecodeError:
+                got = -1
+            if len(self.decided) >= self.limit:
+                self.decided.clear()
+            self.decided[key] = got
+        return None if got < 0 else got == 1
 
 
 def event_from(obj: Any, where: str, line: int) -> Event:
@@ -229,19 +269,23 @@ def iter_events(
         return
     lines: Iterable[bytes | str] = source
     name = name or getattr(source, "name", "<trace>")
+    router = _Router(keep) if keep is not None else None
     n = 0
     try:
         for n, raw in enumerate(lines, 1):
             if not raw or raw.isspace():  # not raw.strip(): that copies every line
                 continue
             try:
-                if keep is None:
+                if keep is None or router is None:
                     yield parse_event(raw, f"{name}:{n}", n)
                     continue
                 if type(raw) is bytes:
-                    routed = routed_session(raw)
-                    if routed is not None and not keep(routed):
-                        continue  # another reader's session: it validates the line
+                    kept = router.kept(raw)
+                    if kept is not None:
+                        if not kept:
+                            continue  # another reader's session: it validates the line
+                        yield parse_event(raw, f"{name}:{n}", n)
+                        continue
                 try:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
