@@ -41,6 +41,7 @@ COMPILED = [
     "src/looptrap/detectors/repeat.py",
     "src/looptrap/detectors/text.py",
     "src/looptrap/analysis/trace.py",
+    "src/looptrap/analysis/deal.py",
     "src/looptrap/analysis/replay.py",
     "src/looptrap/analysis/analyze/session.py",
 ]

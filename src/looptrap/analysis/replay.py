@@ -5,14 +5,10 @@ reported); after a halt the session's calls are still counted but no further sig
 from __future__ import annotations
 
 import logging
-import os
-import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, Any
-
-import xxhash
+from typing import IO, TYPE_CHECKING, Any
 
 from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
 from looptrap.core.state import SessionState
@@ -20,7 +16,10 @@ from looptrap.core.types import ALLOW, Call, Verdict
 from looptrap.engine.config import GuardConfig
 from looptrap.engine.engine import Engine
 
-__all__ = ["Replayer", "SessionReport", "is_regular", "replay", "replay_file"]
+if TYPE_CHECKING:
+    from looptrap.analysis.deal import Batch
+
+__all__ = ["Replayer", "SessionReport", "replay", "replay_file"]
 
 log = logging.getLogger("looptrap.replay")
 MAX_SIGNALS = 200
@@ -202,29 +201,23 @@ def replay_file(
     lines: Lines | None = None,
 ) -> tuple[list[SessionReport], list[TraceError]]:
     """Replay a trace file (``-``: stdin; gzip and zstd are read as such), with ``jobs`` processes (sessions
-    are independent: each process reads the whole file and replays the sessions whose name hashes to it).
-    Input that is not a regular file (stdin, a pipe) can be read only once: one process reads it, whatever
-    ``jobs`` says. Returns the reports in order of first appearance and the skipped invalid lines, in file
-    order. Raises :class:`TraceError` on the first malformed line unless ``skip_invalid``, ``OSError`` when
-    the file cannot be opened. ``lines(lines, raw)`` wraps the lines read (a progress bar; ``raw`` is the
-    file as stored); only the first process applies it. Warnings (unknown event types) reach ``warn`` once
+    are independent: this process reads the input once and deals each line to the process its session
+    hashes to, see :mod:`looptrap.analysis.deal`). Returns the reports in order of first appearance and the
+    skipped invalid lines, in file order. Raises :class:`TraceError` on the first malformed line unless
+    ``skip_invalid``, ``OSError`` when the file cannot be opened. ``lines(lines, raw)`` wraps the lines read
+    (a progress bar; ``raw`` is the file as stored). Warnings (unknown event types) reach ``warn`` once
     each, from every process."""
-    global _SHARD_JOB
-    if jobs <= 1 or not is_regular(path):
-        reports, errors, _, fatal = _replay_shard_of((path, 1, skip_invalid, config, warn or log.warning, lines), 0)
+    name = "<stdin>" if path == "-" else path
+    if jobs <= 1:
+        reports, errors, _, fatal = _replay_one(path, name, skip_invalid, config, warn or log.warning, lines)
         if fatal is not None:
             raise fatal
         return reports, errors
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from looptrap.analysis.deal import deal
 
-    _SHARD_JOB = (path, jobs, skip_invalid, config, None, lines)  # inherited by the forked workers
-    try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            parts = list(pool.map(_replay_shard, range(jobs)))
-    finally:
-        _SHARD_JOB = None
-    fatals = [fatal for *_, fatal in parts if fatal is not None]
+    dealt = deal([(path, name)], jobs, partial(_replay_dealt, (name, skip_invalid, config)), lines=lines)
+    parts = dealt.results
+    fatals = [fatal for *_, fatal in parts if fatal is not None] + dealt.read_errors
     if fatals:
         raise min(fatals, key=_line_of)  # each process stops at its first bad line: the earliest is the file's
     said: dict[str, None] = {}
@@ -232,21 +225,9 @@ def replay_file(
         said.update(dict.fromkeys(warnings))
     for text in said:
         (warn or log.warning)(text)
-    # A line whose session cannot be read unparsed is read, and if malformed reported, by every process.
-    unique = {e.where: e for _, part_errors, _, _ in parts for e in part_errors}
+    errors = sorted((e for _, part_errors, _, _ in parts for e in part_errors), key=_line_of)
     reports = sorted((r for part, *_ in parts for r in part), key=lambda r: r.first_line)
-    return reports, sorted(unique.values(), key=_line_of)
-
-
-def is_regular(path: str) -> bool:
-    """Whether ``path`` is a regular file, which several processes can each read whole (not ``-``, a pipe,
-    a FIFO or a device)."""
-    if path == "-":
-        return False
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
+    return reports, errors
 
 
 def _line_of(error: TraceError) -> int:
@@ -254,41 +235,54 @@ def _line_of(error: TraceError) -> int:
     return int(line) if line.isdigit() else 0
 
 
-_Job = tuple[str, int, bool, "GuardConfig | None", "Callable[[str], None] | None", Any]
 _Shard = tuple[list[SessionReport], list[TraceError], list[str], "TraceError | None"]
-_SHARD_JOB: _Job | None = None
 
 
-def _replay_shard(shard: int) -> _Shard:
-    assert _SHARD_JOB is not None
-    return _replay_shard_of(_SHARD_JOB, shard)
-
-
-def _replay_shard_of(job: _Job, shard: int) -> _Shard:
-    """One process's part: its reports, its skipped lines, its warnings (when ``job`` has no ``warn``
-    function) and the malformed line that stopped it, if any."""
-    path, jobs, skip_invalid, config, warn, lines = job
+def _replay_one(
+    path: str,
+    name: str,
+    skip_invalid: bool,
+    config: GuardConfig | None,
+    warn: Callable[[str], None],
+    lines: Lines | None,
+) -> _Shard:
+    """The whole file in this process."""
     errors: list[TraceError] = []
-    warnings: list[str] = []
-    r = Replayer(config, warn=warn or warnings.append)
+    r = Replayer(config, warn=warn)
     fatal = None
-    name = "<stdin>" if path == "-" else path
     try:
         with open_trace(path) as (stream, raw):
-            source: Iterable[bytes] = lines(stream, raw) if lines is not None and shard == 0 else stream
-            keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
-            for ev in iter_events(source, name=name, skip_invalid=skip_invalid, errors=errors, keep=keep):
+            source: Iterable[bytes] = lines(stream, raw) if lines is not None else stream
+            for ev in iter_events(source, name=name, skip_invalid=skip_invalid, errors=errors):
                 r.feed(ev)
     except TraceError as exc:
         fatal = exc
+    return _reports(r), errors, [], fatal
+
+
+def _replay_dealt(job: tuple[str, bool, GuardConfig | None], _worker: int, batches: Iterator[Batch]) -> _Shard:
+    """One process's part of a replay: its reports, its skipped lines, its warnings and the malformed line
+    that stopped it, if any."""
+    from looptrap.analysis.deal import dealt_events
+
+    name, skip_invalid, config = job
+    errors: list[TraceError] = []
+    warnings: list[str] = []
+    r = Replayer(config, warn=warnings.append)
+    fatal = None
+    try:
+        for _, ev in dealt_events(batches, [name], skip_invalid=skip_invalid, errors=errors):
+            r.feed(ev)
+    except TraceError as exc:
+        fatal = exc
+    return _reports(r), errors, warnings, fatal
+
+
+def _reports(r: Replayer) -> list[SessionReport]:
     reports = r.reports()
     for rep, sess in zip(reports, r.sessions.values(), strict=True):
         rep.first_line = sess.first_line
-    return reports, errors, warnings, fatal
-
-
-def _owned(session: str, *, jobs: int, shard: int) -> bool:
-    return xxhash.xxh3_64_intdigest(session.encode("utf-8", "surrogatepass")) % jobs == shard
+    return reports
 
 
 def replay(events: Iterable[Event], config: GuardConfig | None = None) -> list[SessionReport]:

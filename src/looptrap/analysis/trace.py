@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import IO, Any, cast
 
 import orjson
@@ -22,11 +23,13 @@ import orjson
 __all__ = [
     "EVENT_TYPES",
     "Event",
+    "SessionRouter",
     "TraceError",
     "event_from",
     "iter_events",
     "open_trace",
     "parse_event",
+    "read_errors",
     "routed_session",
     "session_of",
 ]
@@ -116,32 +119,32 @@ def _routed_key(raw: bytes) -> bytes | None:
     return None if m is None else m.group(1)
 
 
-class _Router:
-    """``keep`` remembered per session as a line spells it, so that a line of a session already seen costs
-    a dict lookup (the cache is emptied past ``limit`` sessions, so memory stays bounded)."""
+class SessionRouter:
+    """``route(session)`` remembered per session as a line spells it, so that a line of a session already
+    seen costs one dict lookup (the memory is emptied past ``limit`` sessions, so it stays bounded)."""
 
-    __slots__ = ("decided", "keep", "limit")
+    __slots__ = ("decided", "limit", "route_session")
 
-    def __init__(self, keep: Callable[[str], bool], limit: int = 1 << 16) -> None:
-        self.keep = keep
+    def __init__(self, route: Callable[[str], int], limit: int = 1 << 16) -> None:
+        self.route_session = route
         self.limit = limit
-        self.decided: dict[bytes, int] = {}  # 1: kept, 0: not kept, -1: parse the line to know
+        self.decided: dict[bytes, int] = {}  # -1: the line must be parsed to know
 
-    def kept(self, raw: bytes) -> bool | None:
-        """Whether the line's session is kept; ``None`` when the line must be parsed to know."""
+    def route(self, raw: bytes) -> int:
+        """``route`` of the line's session (a number from 0), or -1 when the line must be parsed to know."""
         key = _routed_key(raw)
         if key is None:
-            return None
-        got = self.decided.get(key, 2)
-        if got == 2:
+            return -1
+        got = self.decided.get(key)
+        if got is None:
             try:
-                got = 1 if self.keep(key.decode("utf-8")) else 0
+                got = self.route_session(key.decode("utf-8"))
             except UnicodeDecodeError:
                 got = -1
             if len(self.decided) >= self.limit:
                 self.decided.clear()
             self.decided[key] = got
-        return None if got < 0 else got == 1
+        return got
 
 
 def event_from(obj: Any, where: str, line: int) -> Event:
@@ -233,7 +236,11 @@ def _zstd(raw: IO[bytes], name: str) -> IO[bytes]:
     return io.BufferedReader(reader, 1 << 16)  # type: ignore[no-any-return,unused-ignore]
 
 
-def _read_errors() -> tuple[type[BaseException], ...]:
+def _kept(keep: Callable[[str], bool], session: str) -> int:
+    return 1 if keep(session) else 0
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
     """What reading (and decompressing) a trace raises on a damaged or cut file."""
     extra = [getattr(sys.modules.get(m), "ZstdError", None) for m in ("zstandard", "compression.zstd")]
     return (OSError, EOFError, zlib.error, *(e for e in extra if isinstance(e, type)))
@@ -269,7 +276,7 @@ def iter_events(
         return
     lines: Iterable[bytes | str] = source
     name = name or getattr(source, "name", "<trace>")
-    router = _Router(keep) if keep is not None else None
+    router = SessionRouter(partial(_kept, keep)) if keep is not None else None
     n = 0
     try:
         for n, raw in enumerate(lines, 1):
@@ -280,10 +287,10 @@ def iter_events(
                     yield parse_event(raw, f"{name}:{n}", n)
                     continue
                 if type(raw) is bytes:
-                    kept = router.kept(raw)
-                    if kept is not None:
-                        if not kept:
-                            continue  # another reader's session: it validates the line
+                    kept = router.route(raw)
+                    if kept == 0:
+                        continue  # another reader's session: it validates the line
+                    if kept == 1:
                         yield parse_event(raw, f"{name}:{n}", n)
                         continue
                 try:
@@ -299,6 +306,6 @@ def iter_events(
                     raise
                 if errors is not None:
                     errors.append(exc)
-    except _read_errors() as exc:
+    except read_errors() as exc:
         why = str(exc) or type(exc).__name__
         raise TraceError(f"{name}:{n + 1}", f"cannot read on from here ({why})") from None

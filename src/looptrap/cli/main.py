@@ -373,14 +373,11 @@ def _replay(args: argparse.Namespace) -> int:
         return 2
     import stat
 
-    regular = info is not None and stat.S_ISREG(info.st_mode)  # else stdin, a pipe, a FIFO: readable once
+    regular = info is not None and stat.S_ISREG(info.st_mode)  # else stdin, a pipe, a FIFO: size unknown
     size = info.st_size if info is not None and regular else 0
     jobs = args.jobs
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 4) if size > _PARALLEL_BYTES else 1
-    elif jobs > 1 and not regular:
-        warn(f"{name} is not a regular file (stdin, a pipe): one process reads it, --jobs {jobs} not applied")
-        jobs = 1
     progress = _progress if regular and sys.stderr.isatty() and not args.no_progress else None
     try:
         reports, errors = replay_file(

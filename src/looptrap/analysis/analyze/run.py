@@ -9,19 +9,19 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
-import xxhash
 
 from looptrap.analysis.analyze.fleet import build_fleet
 from looptrap.analysis.analyze.importers import FORMATS, ImportOptions, Problems, detect_format, read_records
 from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
-from looptrap.analysis.trace import TraceError, _read_errors, iter_events, open_trace
+from looptrap.analysis.deal import Batch, deal, dealt_events, shard_of
+from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace, read_errors
 from looptrap.engine.config import GuardConfig
 
 __all__ = ["AnalyzeOptions", "Report", "Source", "analyze", "expand_inputs", "prepare_sources"]
@@ -129,7 +129,7 @@ def _head(path: str) -> bytes:
         try:
             while len(got) < 1 << 16 and (chunk := stream.read(4096)):
                 got += chunk
-        except _read_errors():
+        except read_errors():
             pass
     return got
 
@@ -199,83 +199,97 @@ def _copy_trace(path: str, name: str, out: IO[bytes], problems: Problems) -> Non
                 out.write(line if line.endswith(b"\n") else line + b"\n")
     except TraceError as exc:
         problems.error(exc)
-    except _read_errors() as exc:
+    except read_errors() as exc:
         problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
 
 
 # -- the detector pass ----------------------------------------------------------------------------------
-_Job = tuple[list[Source], int, bool, "GuardConfig | None", dict[str, int], float, "Progress | None"]
+_Job = tuple[list[Source], int, bool, "GuardConfig | None", dict[str, int], float]
 _Shard = tuple[list[SessionAnalysis], list[TraceError], list[str], "TraceError | None", dict[str, list[int]], int]
-_JOB: _Job | None = None
 
 
-def _owned(session: str, *, jobs: int, shard: int) -> bool:
-    return xxhash.xxh3_64_intdigest(session.encode("utf-8", "surrogatepass")) % jobs == shard
+class _DetectorPass:
+    """One process's part of the detector pass: the sessions of ``counts`` it is fed, each finished (and
+    its memory freed) as soon as its last event (by ``counts``) is read."""
+
+    def __init__(self, config: GuardConfig | None, counts: dict[str, int], burst: float) -> None:
+        self.warnings: list[str] = []
+        self.errors: list[TraceError] = []
+        self.an = SessionAnalyzer(config, warn=self.warnings.append, burst_seconds=burst)
+        self.remaining = counts
+        self.finished: set[str] = set()
+        self.done: list[SessionAnalysis] = []
+        self.fed = 0
+
+    def feed(self, ev: Event) -> None:
+        name = ev.session
+        if name in self.finished:
+            self.finished.discard(name)
+            self.warnings.append(f"session {name!r} had more events than counted: its report is split")
+        self.an.feed(ev)
+        self.fed += 1
+        left = self.remaining.get(name)
+        if left is not None:
+            if left <= 1:
+                del self.remaining[name]
+                got = self.an.finish(name)
+                if got is not None:
+                    self.done.append(got)
+                    self.finished.add(name)
+            else:
+                self.remaining[name] = left - 1
+
+    def result(self, fatal: TraceError | None) -> _Shard:
+        """What the process found: sessions, skipped lines, warnings, the error that stopped it, the
+        per-tool result counts and the number of events fed."""
+        self.done += self.an.finish_all()
+        return self.done, self.errors, self.warnings, fatal, self.an.tool_results, self.fed
 
 
-def _run_shard(shard: int) -> _Shard:
-    assert _JOB is not None
-    return run_shard(_JOB, shard)
-
-
-def run_shard(job: _Job, shard: int) -> _Shard:
-    """One process's part of the detector pass: the sessions that hash to ``shard``, each finished (and its
-    memory freed) as soon as its last event (by ``counts``) is read; with the number of events it fed."""
-    sources, jobs, strict, config, counts, burst, progress = job
-    warnings: list[str] = []
-    errors: list[TraceError] = []
-    an = SessionAnalyzer(config, warn=warnings.append, burst_seconds=burst)
-    keep = None if jobs <= 1 else partial(_owned, jobs=jobs, shard=shard)
-    remaining = dict(counts) if jobs <= 1 else {s: n for s, n in counts.items() if _owned(s, jobs=jobs, shard=shard)}
-    finished: set[str] = set()
-    done: list[SessionAnalysis] = []
+def _detect_here(sources: list[Source], opts: AnalyzeOptions, counts: dict[str, int]) -> _Shard:
+    """The detector pass in this process."""
+    run = _DetectorPass(opts.config, dict(counts), opts.burst_seconds)
     fatal = None
-    fed = 0
     for src in sources:
-        an.source = src.name
+        run.an.source = src.name
         try:
             with open_trace(src.path) as (stream, raw):
-                lines: Iterable[bytes] = progress(stream, raw) if progress is not None and shard == 0 else stream
-                for ev in iter_events(lines, name=src.name, skip_invalid=not strict, errors=errors, keep=keep):
-                    name = ev.session
-                    if name in finished:
-                        finished.discard(name)
-                        warnings.append(f"session {name!r} had more events than counted: its report is split")
-                    an.feed(ev)
-                    fed += 1
-                    left = remaining.get(name)
-                    if left is not None:
-                        if left <= 1:
-                            del remaining[name]
-                            got = an.finish(name)
-                            if got is not None:
-                                done.append(got)
-                                finished.add(name)
-                        else:
-                            remaining[name] = left - 1
+                lines: Iterable[bytes] = opts.progress(stream, raw) if opts.progress is not None else stream
+                for ev in iter_events(lines, name=src.name, skip_invalid=not opts.strict, errors=run.errors):
+                    run.feed(ev)
         except TraceError as exc:
-            if strict:
+            if opts.strict:
                 fatal = exc
                 break
-            errors.append(exc)  # this file ends here; the others are read on
-    done += an.finish_all()
-    return done, errors, warnings, fatal, an.tool_results, fed
+            run.errors.append(exc)  # this file ends here; the others are read on
+    return run.result(fatal)
 
 
-def _detect(sources: list[Source], opts: AnalyzeOptions, counts: dict[str, int], jobs: int) -> list[_Shard]:
-    global _JOB
-    job: _Job = (sources, jobs, opts.strict, opts.config, counts, opts.burst_seconds, opts.progress)
-    if jobs <= 1:
-        return [run_shard(job, 0)]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    _JOB = job  # inherited by the forked workers
+def _detect_dealt(job: _Job, worker: int, batches: Iterator[Batch]) -> _Shard:
+    """A worker's part of the detector pass: the sessions that hash to it."""
+    sources, jobs, strict, config, counts, burst = job
+    run = _DetectorPass(config, {s: n for s, n in counts.items() if shard_of(s, jobs=jobs) == worker}, burst)
+    names = [s.name for s in sources]
+    fatal = None
     try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_run_shard, range(jobs)))
-    finally:
-        _JOB = None
+        for index, ev in dealt_events(batches, names, skip_invalid=not strict, errors=run.errors):
+            run.an.source = names[index]
+            run.feed(ev)
+    except TraceError as exc:
+        fatal = exc
+    return run.result(fatal)
+
+
+def _detect(
+    sources: list[Source], opts: AnalyzeOptions, counts: dict[str, int], jobs: int
+) -> tuple[list[_Shard], list[TraceError]]:
+    """Each process's part of the detector pass, and the files that could not be read to their end (when
+    this process deals the lines out; one process counts them among its own errors)."""
+    if jobs <= 1:
+        return [_detect_here(sources, opts, counts)], []
+    job: _Job = (sources, jobs, opts.strict, opts.config, counts, opts.burst_seconds)
+    dealt = deal([(s.path, s.name) for s in sources], jobs, partial(_detect_dealt, job), lines=opts.progress)
+    return dealt.results, dealt.read_errors
 
 
 def _line_of(error: TraceError) -> tuple[str, int]:
@@ -335,8 +349,8 @@ def _analyze_sources(
     total = sum(os.path.getsize(f) for f in files)
     jobs = opts.jobs or (min(os.cpu_count() or 1, 4) if total > _PARALLEL_BYTES else 1)
     phase(None)  # the detector pass shows its own progress
-    parts = _detect(sources, opts, counts, jobs)
-    fatals = [p[3] for p in parts if p[3] is not None]
+    parts, cut = _detect(sources, opts, counts, jobs)
+    fatals = [p[3] for p in parts if p[3] is not None] + (cut if opts.strict else [])
     if fatals:
         raise min(fatals, key=_line_of)
     said: dict[str, None] = {}
@@ -344,6 +358,8 @@ def _analyze_sources(
     tool_results: dict[str, list[int]] = {}
     sessions: list[SessionAnalysis] = []
     events = 0
+    for e in cut:
+        unique[e.where] = e  # a file that ends early: the others were read on
     for done, errors, warns, _, tr, fed in parts:
         events += fed  # the events the trace reader accepted, as the statistics alone count them
         sessions += done

@@ -19,7 +19,7 @@ from looptrap.analysis.analyze.importers.common import (
     maybe_json,
     seconds,
 )
-from looptrap.analysis.trace import _read_errors
+from looptrap.analysis.trace import read_errors
 
 __all__ = ["FIELDS", "parse_columns", "read_calllog", "rows_to_events"]
 
@@ -201,7 +201,7 @@ def _csv_events(text: IO[str], name: str, problems: Problems, options: ImportOpt
     reader = csv.reader(text, delimiter="\t" if dialect == "tsv" else ",")
     try:
         header = next(reader, None)
-    except _read_errors() as exc:
+    except read_errors() as exc:
         problems.add(f"{name}:1", f"cannot read on from here ({exc})")
         return
     if header is None:
@@ -221,7 +221,7 @@ def _csv_events(text: IO[str], name: str, problems: Problems, options: ImportOpt
                 yield n, dict(zip(header, row, strict=True))
         except csv.Error as exc:
             problems.add(f"{name}:{reader.line_num}", f"not valid {dialect.upper()} ({exc})")
-        except _read_errors() as exc:
+        except read_errors() as exc:
             problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
 
     yield from rows_to_events(csv_rows(), header, name, problems, options)

@@ -11,7 +11,7 @@ from typing import IO, Any
 
 import orjson
 
-from looptrap.analysis.trace import TraceError, _read_errors
+from looptrap.analysis.trace import TraceError, read_errors
 
 __all__ = [
     "ImportOptions",
@@ -149,7 +149,7 @@ def json_lines(stream: IO[bytes], name: str, problems: Problems) -> Iterator[tup
                 yield n, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 problems.add(f"{name}:{n}", f"not valid JSON ({exc.msg})")
-    except _read_errors() as exc:
+    except read_errors() as exc:
         problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
 
 
@@ -157,7 +157,7 @@ def json_document(stream: IO[bytes], name: str, problems: Problems) -> Any:
     """The whole file as one JSON value, or ``None`` (noted) when it is not one or cannot be read."""
     try:
         data = stream.read()
-    except _read_errors() as exc:
+    except read_errors() as exc:
         problems.add(f"{name}:1", f"cannot read on from here ({str(exc) or type(exc).__name__})")
         return None
     try:
