@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import partial
 from typing import IO, Any, cast
 
 import orjson
@@ -236,10 +235,6 @@ def _zstd(raw: IO[bytes], name: str) -> IO[bytes]:
     return io.BufferedReader(reader, 1 << 16)  # type: ignore[no-any-return,unused-ignore]
 
 
-def _kept(keep: Callable[[str], bool], session: str) -> int:
-    return 1 if keep(session) else 0
-
-
 def read_errors() -> tuple[type[BaseException], ...]:
     """What reading (and decompressing) a trace raises on a damaged or cut file."""
     extra = [getattr(sys.modules.get(m), "ZstdError", None) for m in ("zstandard", "compression.zstd")]
@@ -252,17 +247,13 @@ def iter_events(
     name: str | None = None,
     skip_invalid: bool = False,
     errors: list[TraceError] | None = None,
-    keep: Callable[[str], bool] | None = None,
 ) -> Iterator[Event]:
     """Stream events from a path (``-`` for stdin; gzip and zstd are read as such, see :func:`open_trace`), a
     binary file or an iterable of lines.
 
     Malformed lines raise :class:`TraceError`, or with ``skip_invalid`` are appended to ``errors`` (if given)
     and skipped; a file that cannot be read to its end (a cut gzip file) raises :class:`TraceError` either
-    way. Blank lines are ignored. ``keep(session)``, if given, skips the events of other sessions:
-    a line whose session can be read without parsing it (see :func:`routed_session`) is skipped unread, so
-    only a reader that keeps it reports it if it is malformed; any other line is parsed, and reported if
-    malformed.
+    way. Blank lines are ignored. (Several processes on one input: :mod:`looptrap.analysis.deal`.)
     """
     if isinstance(source, str):
         with open_trace(source) as (stream, _):
@@ -271,41 +262,22 @@ def iter_events(
                 name=name or ("<stdin>" if source == "-" else source),
                 skip_invalid=skip_invalid,
                 errors=errors,
-                keep=keep,
             )
         return
     lines: Iterable[bytes | str] = source
     name = name or getattr(source, "name", "<trace>")
-    router = SessionRouter(partial(_kept, keep)) if keep is not None else None
     n = 0
     try:
         for n, raw in enumerate(lines, 1):
             if not raw or raw.isspace():  # not raw.strip(): that copies every line
                 continue
             try:
-                if keep is None or router is None:
-                    yield parse_event(raw, f"{name}:{n}", n)
-                    continue
-                if type(raw) is bytes:
-                    kept = router.route(raw)
-                    if kept == 0:
-                        continue  # another reader's session: it validates the line
-                    if kept == 1:
-                        yield parse_event(raw, f"{name}:{n}", n)
-                        continue
-                try:
-                    obj = orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    raise TraceError(f"{name}:{n}", f"not valid JSON ({exc.msg})") from None
-                session = session_of(obj)
-                if session is not None and not keep(session):
-                    continue
-                yield event_from(obj, f"{name}:{n}", n)
+                yield parse_event(raw, f"{name}:{n}", n)
             except TraceError as exc:
                 if not skip_invalid:
                     raise
                 if errors is not None:
                     errors.append(exc)
-    except read_errors() as exc:
-        why = str(exc) or type(exc).__name__
+    except read_errors() as cut:  # not ``exc``: compiled, a name has one type, and that one is a TraceError
+        why = str(cut) or type(cut).__name__
         raise TraceError(f"{name}:{n + 1}", f"cannot read on from here ({why})") from None
