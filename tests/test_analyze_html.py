@@ -8,16 +8,15 @@ import importlib.util
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import need
+from fleet import write_fleet
 from looptrap.analysis.analyze import analyze
 from looptrap.analysis.analyze.render_html import render_html
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
 
 
@@ -55,13 +54,8 @@ def browse(page: Path, *extra: str) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def report_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     d = tmp_path_factory.mktemp("html")
-    sys.path.insert(0, str(BENCH))
-    try:
-        import analyze as bench  # benchmarks/analyze.py
-    finally:
-        sys.path.remove(str(BENCH))
     log = d / "fleet.jsonl"
-    bench.generate(log, 4000, seed=5)
+    write_fleet(log, 4000, seed=5)
     report = analyze([str(log)])
     page = d / "report.html"
     page.write_text(render_html(report), encoding="utf-8")

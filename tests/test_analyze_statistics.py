@@ -15,10 +15,10 @@ import orjson
 import pytest
 
 from conftest import need
+from fleet import write_fleet
 from looptrap.analysis.analyze import AnalyzeOptions, Report, analyze
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "benchmarks"
 
 need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
 
@@ -197,13 +197,8 @@ def test_a_malformed_record_past_the_first_64_kib_reads_the_exact_way(tmp_path: 
 
 
 def test_the_benchmark_fleet_agrees(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import analyze as bench  # benchmarks/analyze.py
-    finally:
-        sys.path.remove(str(BENCH))
     path = tmp_path / "fleet.jsonl"
-    bench.generate(path, 8_000, seed=5)
+    write_fleet(path, 8_000, seed=5)
     full, stats = both(path)
     assert_agree(full, stats)
     assert stats.fleet["bursts"]["count"] > 0
