@@ -323,8 +323,8 @@ def _parse_shell(cmd: str) -> tuple[str, str, list[list[str]]]:
 
 
 def _effect(body: str, plain: str, segments: list[list[str]]) -> int:
-    py_write = _PY_WRITE.search(body) is not None
-    targets = _REDIRECT.findall(plain)
+    # (each pattern is searched only in a line that holds what it needs: its scan stops at every character)
+    targets = _REDIRECT.findall(plain) if ">" in plain else []
     effect = WRITES if any(not _LOG_FILE.search(t) for t in targets) else NO_WRITE
     for words in segments:
         if effect:
@@ -343,7 +343,7 @@ def _effect(body: str, plain: str, segments: list[list[str]]) -> int:
             or (head in ("sed", "perl") and any(w.startswith("-i") or w == "--in-place" for w in words[1:]))
             or (head == "git" and any(w in _GIT_WRITERS for w in words[1:3]))
             or (head in _PKG_TOOLS and any(w in _PKG_WRITERS for w in words[1:3]))
-            or (head.startswith("python") and (("pip" in words[1:3] and "install" in words) or py_write))
+            or (head.startswith("python") and (("pip" in words[1:3] and "install" in words) or _py_writes(body)))
         ):
             effect = WRITES
     if effect and len(segments) > 1:
@@ -400,10 +400,21 @@ def _family(tool: str, segments: list[list[str]]) -> str:
 _SHELL_WAITS = re.compile(r"(?:^|[;&|]\s*)(?:sleep|watch)\b|\btail\s+(?:-\w*\s+)*(?:-[fF]\b|--follow)")
 
 
+def _shell_waits(line: str) -> bool:
+    return ("sleep" in line or "watch" in line or "tail" in line) and _SHELL_WAITS.search(line) is not None
+
+
+def _py_writes(body: str) -> bool:
+    """Whether Python code in a command line writes files (``open(..., "w")``, ``.write_text(``...)."""
+    return ("open(" in body or ".write" in body or "shutil." in body or "os." in body) and (
+        _PY_WRITE.search(body) is not None
+    )
+
+
 def shell_polls(tool: str, args: Any) -> bool:
     """Whether a shell command waits for something: ``sleep 30 && ...``, ``watch ...``, ``tail -f``."""
     line = _shell_line(tool, args)
-    return line is not None and _SHELL_WAITS.search(line) is not None
+    return line is not None and _shell_waits(line)
 
 
 def mutation(tool: str, args: Any) -> int:
@@ -432,7 +443,7 @@ def call_traits(tool: str, args: Any) -> tuple[int, str, bool]:
     if line is None:
         return _named_mutation(tool, args), tool, False
     body, plain, segments = _parse_shell(line)
-    return _effect(body, plain, segments), _family(tool, segments), _SHELL_WAITS.search(line) is not None
+    return _effect(body, plain, segments), _family(tool, segments), _shell_waits(line)
 
 
 def is_mutating(tool: str, args: Any) -> bool:

@@ -53,6 +53,8 @@ _PENDING_WORDS = (
     "started",
     "yet",
 )
+#: Whether a lowercased text holds one of the words: one scan, where a test per word scans it once each.
+_PENDING_HINT = re.compile("|".join(_PENDING_WORDS)).search
 #: A short text result that reports a failure in its first words (tools that return errors as text).
 _ERROR_TEXT = re.compile(
     r"^\W{0,3}(?:error|fatal|exception)\b\s*[:\-!]|^traceback \(most recent call last\)"
@@ -116,6 +118,21 @@ def _without_markup(text: str) -> str:
     return _OPENING_TAG.sub(lambda m: "" if m.group(2) or m.group(1) in closed else m.group(0), text)
 
 
+#: The first word of a text, and the first words with which each pattern anchored at the start can match
+#: (after non-word characters): a text that starts with another word, in ASCII, is not tried (the regex
+#: engine spends as much setting up an anchored match as on a short text's scan).
+_FIRST_WORD = re.compile(r"\W*(\w+)")
+_EMPTY_FIRST = frozenset(["no", "0", "zero", "nothing", "none", "null", "nil", "empty", "n"])
+_ERROR_FIRST = frozenset(
+    ["error", "fatal", "exception", "traceback", "failed", "unable", "cannot", "could", "no", "an"]
+)
+_ACK_FIRST = frozenset(
+    [
+        *("ok", "okay", "done", "sent", "success", "successful", "successfully", "succeeded", "created", "saved"),
+        *("updated", "deleted", "written", "accepted", "true", "ack", "acknowledged", "complete", "completed"),
+        *("applied", "added", "removed", "posted", "stored"),
+    ]
+)
 _EXIT_META = re.compile(
     r"<(returncode|exit_?code|exit_?status|return_?code|status_?code)>\s*-?\d+\s*</\1>"
     r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*-?\d+",
@@ -198,22 +215,25 @@ def _text_facts(text: str) -> int:
     if len(text) > _SHORT:
         return 0
     low = text.lower()
-    if ("code" in low or "status" in low) and _EXIT_META.search(text):
+    if ("exit" in low or "return" in low or "status_code" in low or "statuscode" in low) and _EXIT_META.search(text):
         text = _EXIT_META.sub("", text)
     if not _CONTENT.search(_without_markup(text) if "<" in text else text):  # only an exit code and markup
         return ResultFacts.EMPTY
-    empty = _EMPTY_TEXT.match(text) or (
+    first = _FIRST_WORD.match(text)
+    word = first.group(1).lower() if first is not None and first.group(1).isascii() else None
+    empty = ((word is None or word in _EMPTY_FIRST) and _EMPTY_TEXT.match(text)) or (
         len(text) <= _SHORT_MESSAGE
         and any(map(low.__contains__, _EMPTY_ANYWHERE_WORDS))
         and _EMPTY_ANYWHERE.search(text)
     )
-    if _ERROR_TEXT.match(text):  # "Error: old string not found" failed: a write that says so changed nothing
+    # "Error: old string not found" failed: a write that says so changed nothing
+    if (word is None or word in _ERROR_FIRST) and _ERROR_TEXT.match(text):
         return ResultFacts.ERROR | (ResultFacts.EMPTY if empty else 0)
     if empty:
         return ResultFacts.EMPTY
-    if len(text) <= 64 and _ACK_TEXT.match(text):
+    if len(text) <= 64 and (word is None or word in _ACK_FIRST) and _ACK_TEXT.match(text):
         return ResultFacts.ACK
-    if any(map(low.__contains__, _PENDING_WORDS)) and (_PENDING_STATEMENT.search(text) or _PENDING_ENUM.search(text)):
+    if _PENDING_HINT(low) is not None and (_PENDING_STATEMENT.search(text) or _PENDING_ENUM.search(text)):
         return ResultFacts.PENDING
     return 0
 
