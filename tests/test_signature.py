@@ -601,3 +601,26 @@ def test_huge_shell_command_is_classified_quickly() -> None:
     assert time.perf_counter() - start < 3.0
     assert call.mutating is False
     assert len(call.preview) < 200
+
+
+def test_the_text_of_a_short_string_is_computed_once() -> None:
+    from looptrap.reading import signature
+
+    seen: list[str] = []
+
+    def text(s: str) -> str:
+        seen.append(s)
+        return s.upper()
+
+    canon = Canonicaliser(text=text)
+    long = "x" * (signature._TEXT_CACHED + 1)
+    for _ in range(3):
+        assert canon.encode({"status": "queued", "rows": [{"s": "queued"}], "note": long}) == (
+            b'{"note":"' + long.upper().encode() + b'","rows":[{"s":"QUEUED"}],"status":"QUEUED"}'
+        )
+        assert canon.encode({"status": "queued"}) == b'{"status":"QUEUED"}'  # the flat fast path
+    assert seen.count("queued") == 1  # remembered, in the flat fast path and the nested one alike
+    assert seen.count(long) == 3  # a long string is not kept
+    for i in range(signature._TEXT_CACHE + 10):
+        canon.encode({"k": f"v{i}"})
+    assert len(canon._text_cache) <= signature._TEXT_CACHE  # bounded
