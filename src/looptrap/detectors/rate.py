@@ -58,10 +58,10 @@ class Rate(Detector):
         n = self.limit(policy)
         if call.at is None or call.batched or not slot or len(slot) < n - 1 or type(slot[0]) is not list:
             return None
-        recent = slot[-(n - 1) :]
-        span = call.at - recent[0][0]
+        span = call.at - slot[len(slot) - (n - 1) if n > 1 else 1 - n][0]  # the first of slot[-(n - 1):]
         if span * self.max_per_second >= n - 1:
-            return None  # the common case: not fast (decided before any loop over the window)
+            return None  # the common case: not fast (decided before the window is copied)
+        recent = slot[-(n - 1) :]
         window = [*(t for t, _ in recent), call.at]
         gaps = [b - a for a, b in itertools.pairwise(window)]
         fruitless = int(sum(f for _, f in recent))
