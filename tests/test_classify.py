@@ -382,3 +382,16 @@ def test_a_failed_edit_reported_as_text_is_not_a_state_change() -> None:
 def test_apply_patch_with_a_patch_in_command_writes() -> None:
     patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-x\n+y\n*** End Patch"
     assert is_mutating("apply_patch", {"command": patch})
+
+
+def test_a_text_read_before_gets_the_same_facts_with_or_without_an_error() -> None:
+    engine = Engine(GuardConfig())
+    g = Guard(engine)
+    for i in range(3):
+        g.check("search", {"q": f"a{i}"})
+        g.record("search", {"q": f"a{i}"}, "0 results", is_error=i == 1)
+    flags = [e.flags for e in g.state.history]
+    assert [f & (Flag.ERROR | Flag.EMPTY) for f in flags] == [Flag.EMPTY, Flag.ERROR | Flag.EMPTY, Flag.EMPTY]
+    for i in range(3000):  # the engine's memory of texts stays bounded
+        g.record("search", {"q": "b"}, f"row {i}")
+    assert 0 < len(engine._facts) <= 2048

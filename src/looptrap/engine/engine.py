@@ -43,6 +43,7 @@ PREVIEW_CHARS = 120
 TOOL_CHARS = 128  # tool names longer than this are cut (they are stored in the state)
 _LONG = 64
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
+_TEXT_FACTS = 300  # text results up to this size have their facts remembered (longer ones have none)
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
 #: Without end_turn, checks that follow an intercepted one within this many seconds, with no result in
 #: between, are the parallel calls of the same model turn (a model takes longer than this to answer).
@@ -118,6 +119,7 @@ class Engine:
         self._result_canon: Canonicaliser = self.config.result_canonicaliser()
         self._scrub = text_scrubber(self.config.result_volatile_text)
         self._scrubbed: dict[int, int] = {}
+        self._facts: dict[str, int] = {}
         self._escalation = self.config.escalation
         ds = self.config.detectors
         self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
@@ -313,7 +315,16 @@ class Engine:
                 result = orjson.loads(result)
             except orjson.JSONDecodeError:
                 pass
-        flags = result_facts(result, is_error)
+        if type(result) is str and len(result) <= _TEXT_FACTS:
+            facts = self._facts.get(result)  # the same text again (a re-read, a poll, a loop): read once
+            if facts is None:
+                facts = result_facts(result, False)
+                if len(self._facts) >= 2048:
+                    self._facts.clear()
+                self._facts[result] = facts
+            flags = facts | Flag.ERROR if is_error else facts
+        else:
+            flags = result_facts(result, is_error)
         if call.polling and not flags & Flag.ERROR:
             flags |= Flag.PENDING  # a poll waits for something to happen: the same answer again is expected
         if flags & Flag.ERROR and type(result) is str and call.args is not None:

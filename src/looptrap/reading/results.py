@@ -6,7 +6,6 @@ Every heuristic here can be overridden per tool through :class:`looptrap.ToolPol
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Mapping
@@ -213,12 +212,8 @@ def result_facts(result: Any, is_error: bool) -> int:
 
 
 def _text_facts(text: str) -> int:
-    return _short_text_facts(text) if len(text) <= _SHORT else 0
-
-
-# A result that comes back again (a re-read, a poll, a loop) is read once: a few hundred bytes per text.
-@functools.lru_cache(maxsize=2048)
-def _short_text_facts(text: str) -> int:
+    if len(text) > _SHORT:
+        return 0
     low = text.lower()
     if ("exit" in low or "return" in low or "status_code" in low or "statuscode" in low) and _EXIT_META.search(text):
         text = _EXIT_META.sub("", text)
