@@ -13,7 +13,7 @@ from looptrap.reading.results import ResultFacts
 
 def ungated(text: str) -> int:
     """``_text_facts`` with every gate taken off: each pattern is tried on every text."""
-    if len(text) > r._SHORT:
+    if len(text) > r.READ_CHARS:
         return 0
     if r._EXIT_META.search(text):
         text = r._EXIT_META.sub("", text)

@@ -33,7 +33,7 @@ from looptrap.reading.calls import (
     shell_line,
 )
 from looptrap.reading.edits import RETURN, SAME, apply_edit, changed_unknown, edit_of, saw_outcome
-from looptrap.reading.results import result_facts, wrote_nothing
+from looptrap.reading.results import READ_CHARS, result_facts, wrote_nothing
 from looptrap.reading.signature import OPAQUE_MARK, Canonicaliser, digest_text
 from looptrap.reading.volatile import text_scrubber
 
@@ -43,7 +43,7 @@ PREVIEW_CHARS = 120
 TOOL_CHARS = 128  # tool names longer than this are cut (they are stored in the state)
 _LONG = 64
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
-_TEXT_FACTS = 300  # text results up to this size have their facts remembered (longer ones have none)
+_FACTS_KEPT = 2048  # the text results whose facts are remembered (READ_CHARS at most; longer ones have none)
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
 #: Without end_turn, checks that follow an intercepted one within this many seconds, with no result in
 #: between, are the parallel calls of the same model turn (a model takes longer than this to answer).
@@ -315,11 +315,11 @@ class Engine:
                 result = orjson.loads(result)
             except orjson.JSONDecodeError:
                 pass
-        if type(result) is str and len(result) <= _TEXT_FACTS:
+        if type(result) is str and len(result) <= READ_CHARS:
             facts = self._facts.get(result)  # the same text again (a re-read, a poll, a loop): read once
             if facts is None:
                 facts = result_facts(result, False)
-                if len(self._facts) >= 2048:
+                if len(self._facts) >= _FACTS_KEPT:
                     self._facts.clear()
                 self._facts[result] = facts
             flags = facts | Flag.ERROR if is_error else facts

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
+    "READ_CHARS",
     "ResultFacts",
     "result_facts",
     "wrote_nothing",
@@ -161,7 +162,8 @@ _WRITE_COUNT_KEYS = frozenset(
 )
 _STATUS_KEY = re.compile(r"status|state|phase", re.IGNORECASE)
 _COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
-_SHORT = 300
+#: A text result longer than this says nothing that is read here (no facts: content).
+READ_CHARS: Final = 300
 _SHORT_MESSAGE = 160  # "not found" inside a longer text does not make it an empty result
 
 
@@ -212,7 +214,7 @@ def result_facts(result: Any, is_error: bool) -> int:
 
 
 def _text_facts(text: str) -> int:
-    if len(text) > _SHORT:
+    if len(text) > READ_CHARS:
         return 0
     low = text.lower()
     if ("exit" in low or "return" in low or "status_code" in low or "statuscode" in low) and _EXIT_META.search(text):
@@ -242,7 +244,7 @@ def wrote_nothing(result: Any) -> bool:
     """Whether a write's result says it changed nothing: "0 rows affected", "no changes", "already up to
     date", ``{"inserted": 0, "updated": 0}`` (asked only of mutating calls)."""
     if isinstance(result, str):
-        return len(result) <= _SHORT and _NOOP_TEXT.search(result) is not None
+        return len(result) <= READ_CHARS and _NOOP_TEXT.search(result) is not None
     if isinstance(result, Mapping):
         written = [v for k, v in result.items() if isinstance(k, str) and k.lower() in _WRITE_COUNT_KEYS]
         return bool(written) and all(type(v) is int and v == 0 for v in written)
