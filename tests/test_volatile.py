@@ -60,7 +60,8 @@ def test_plain_numbers_and_hashes_are_kept(a: str, b: str) -> None:
 
 
 def test_the_shape_of_a_text() -> None:
-    assert text_shape("took 0.23 s") == b"....0.00s"
+    assert text_shape("took 0.23 s") == b".... 0.00 s"
+    assert text_shape("12\tself.x") == b"00 s....."
     assert text_shape("2026-11-30T05:19:53Z") == b"0000-00-00.00:00:00."
     assert text_shape("café 1s") is None  # not ASCII: no shape, every pattern is tried
 
@@ -117,3 +118,18 @@ def test_gates_never_change_what_is_removed(parts: list[str]) -> None:
     text = "".join(parts)
     for t in (text, PAD + text, text + PAD, PAD + text + PAD):
         assert SCRUB(t) == UNGATED(t)
+
+
+def test_a_required_substring_is_found_by_its_rarest_character_first() -> None:
+    from looptrap.reading.volatile import _probe
+
+    for v in VOLATILE_TEXT:
+        for needle in v.requires:
+            assert _probe(needle) in needle
+    assert _probe("0x") == "x"
+    assert _probe(" GMT") == "G"
+    custom = text_scrubber([VolatileText(r"ab\d+", requires=("Qab", "zab"))])
+    assert custom is not None
+    assert custom("Qab12 ab3") == "Q<*> <*>"  # the pattern runs on the whole text once a needle is found
+    assert custom("zab12") == "z<*>"
+    assert custom("Q ab12 z") == "Q ab12 z"  # both rare characters, neither needle: not tried

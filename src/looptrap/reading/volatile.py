@@ -83,7 +83,9 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
     VolatileText(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: GMT)?", (" GMT",)),
     # ISO 8601 / RFC 3339 date-times, clock times (05:19:53.123), epoch seconds/milliseconds of the years
     # 2017-2033 (1.5e9 to 2e9 seconds), durations (0.23s, 120 ms, 3 seconds). Every match leaves one of
-    # the shapes in the text's shape: a date, a clock time, ten digits, or a digit before a unit's letter.
+    # the shapes in the text's shape: a date, a clock time, ten digits, or a digit before a unit's letter,
+    # with at most one whitespace character between them (a line number before an indented ``self`` is
+    # not a duration).
     # (?!\d) after a run of digits changes no match (a unit or a point follows it) and stops backtracking.
     VolatileText(
         r"[0-9](?<![\w.][0-9])(?:"
@@ -92,7 +94,7 @@ VOLATILE_TEXT: tuple[VolatileText, ...] = (
         r"|(?<=1)[5-9]\d{8}(?:\d{3})?(?:\.\d+)?(?![\w.])"
         r"|\d*(?!\d)(?:\.\d+(?!\d))?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?)(?!\w)"
         r")",
-        shapes=("0000-00-00", "0:00:00", "0000000000", "0s"),
+        shapes=("0000-00-00", "0:00:00", "0000000000", "0s", "0 s"),
     ),
     # UUIDs
     VolatileText(
@@ -136,20 +138,27 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
 SHAPE_MIN = 128
 
 _SHAPE_TABLE = bytes(
-    ord("0") if chr(c) in "0123456789" else ord("s") if chr(c) in "smun" else c if chr(c) in ":-." else ord(".")
+    ord("0")
+    if chr(c) in "0123456789"
+    else ord("s")
+    if chr(c) in "smun"
+    else c
+    if chr(c) in ":-."
+    else ord(" ")
+    if chr(c).isspace()
+    else ord(".")
     for c in range(256)
 )
-_SHAPE_DROP = bytes(c for c in range(128) if chr(c).isspace())
 
 
 def text_shape(text: str) -> bytes | None:
     """The shape of an ASCII text, in which the gates of time-like patterns are searched: every digit reads
-    ``0``, the letters that start a time unit (s, m, u, n) read ``s``, every other letter and symbol ``.``
-    except ``:``, ``-`` and ``.``, and whitespace is dropped ("took 0.23 s" -> ``....0.00s``). ``None``
-    for a text that is not ASCII (Unicode digits and spaces have no shape: every pattern is tried)."""
+    ``0``, the letters that start a time unit (s, m, u, n) read ``s``, every whitespace character a space,
+    every other letter and symbol ``.`` except ``:``, ``-`` and ``.`` ("took 0.23 s" -> ``.... 0.00 s``).
+    ``None`` for a text that is not ASCII (Unicode digits and spaces have no shape: every pattern is tried)."""
     if not text.isascii():
         return None
-    return text.encode("ascii").translate(_SHAPE_TABLE, _SHAPE_DROP)
+    return text.encode("ascii").translate(_SHAPE_TABLE)
 
 
 _HAS_DIGIT = re.compile(r"[0-9]").search
@@ -164,6 +173,17 @@ def _beyond_defaults(text: str, shape: bytes | None) -> bool:
     return "-" not in text and "id" not in text.lower() and not any(h in text for h in _TEMP_HINTS)
 
 
+# Characters from the most to the least common in tool output (English text, code, JSON), roughly; any
+# other character is rarer than these.
+_COMMON = " etaoinsrhldcum0123456789fpgwybvkxjqz\n\"_.,:/-=()'{}[]<>\tTSAICEDRNPLMOFBHGUWVYKXJQZ"
+
+
+def _probe(needle: str) -> str:
+    """The needle's rarest character: a text without it cannot hold the needle, and finding one character
+    costs a ``memchr`` where finding a needle of two or more compares at nearly every position."""
+    return max(needle, key=lambda c: _COMMON.find(c) % (len(_COMMON) + 1))
+
+
 def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str] | None:
     """A function replacing volatile substrings by ``<*>``; plain strings are patterns tried on every text."""
     if not patterns:
@@ -173,7 +193,8 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
         v = VolatileText(p) if isinstance(p, str) else p
         gate = re.compile(v.gate).search if v.gate else None
         shapes = tuple(s.encode("ascii") for s in v.shapes)
-        steps.append((re.compile(v.pattern).sub, v.requires, gate, v.max_len, shapes))
+        requires = tuple((_probe(r), r) for r in v.requires)
+        steps.append((re.compile(v.pattern).sub, requires, gate, v.max_len, shapes))
 
     defaults = all(not isinstance(p, str) for p in patterns) and set(patterns) <= set(VOLATILE_TEXT)
 
@@ -185,8 +206,8 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
             if max_len is not None and len(text) > max_len:
                 continue
             if requires:
-                for r in requires:
-                    if r in text:
+                for probe, r in requires:
+                    if probe in text and r in text:
                         break
                 else:
                     continue
