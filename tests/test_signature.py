@@ -624,3 +624,27 @@ def test_the_text_of_a_short_string_is_computed_once() -> None:
     for i in range(signature._TEXT_CACHE + 10):
         canon.encode({"k": f"v{i}"})
     assert len(canon._text_cache) <= signature._TEXT_CACHE  # bounded
+
+
+def _entry(result: Any) -> Any:
+    from looptrap.core.state import SessionState
+
+    engine = Engine()
+    state = SessionState(run_id="s")
+    call, _ = engine.check(state, engine.call("get", {"id": 1}))
+    return engine.record(state, call, result)
+
+
+def test_a_result_sent_as_json_text_is_read_as_the_value_and_a_python_repr_as_text() -> None:
+    value = {"status": "ok", "updated_at": "2026-11-30T05:19:53Z"}
+    assert _entry(orjson.dumps(value).decode()).result == _entry(value).result
+    assert _entry(" " + orjson.dumps(value).decode()).result != _entry(value).result  # text: not parsed
+    repr_text = repr(value)  # {'status': ...}: ruled out before a parse is tried, read as text
+    assert _entry(repr_text).result != _entry(value).result
+    assert _entry("[1, 2]").result == _entry([1, 2]).result
+    assert _entry("['a']").result != _entry(["a"]).result
+    from looptrap.engine.engine import _closed
+
+    assert not _closed(repr_text)  # no parse tried: JSON never has a single quote after its bracket
+    assert not _closed('{"cut": "sho')
+    assert _closed(orjson.dumps(value).decode() + "\n")

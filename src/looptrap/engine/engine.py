@@ -555,8 +555,11 @@ class Engine:
 
 
 def _closed(text: str) -> bool:
-    """Whether a text that opens a JSON object or array ends the way one does (a text cut short, such as a
-    truncated output, cannot be parsed: it is not tried, an exception raised and caught costs more)."""
+    """Whether a text that opens a JSON object or array can be one: it ends the way one does (a text cut
+    short, such as a truncated output, cannot be parsed) and no single quote follows the bracket (a Python
+    repr, ``{'id': 1}``). A text ruled out is not tried: an exception raised and caught costs more."""
+    if text[1:2] == "'":
+        return False
     end = text[-1]
     return end == "}" or end == "]" or text.rstrip()[-1:] in ("}", "]")
 
