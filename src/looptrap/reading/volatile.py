@@ -192,7 +192,9 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     for p in patterns:
         v = VolatileText(p) if isinstance(p, str) else p
         gate = re.compile(v.gate).search if v.gate else None
-        shapes = tuple(s.encode("ascii") for s in v.shapes)
+        # one search for all the shapes: it takes less time than one substring test per shape, though
+        # callgrind counts more instructions (a substring search's branches depend on the data)
+        shapes = re.compile(b"|".join(re.escape(s.encode("ascii")) for s in v.shapes)).search if v.shapes else None
         requires = tuple((_probe(r), r) for r in v.requires)
         steps.append((re.compile(v.pattern).sub, requires, gate, v.max_len, shapes))
 
@@ -211,12 +213,8 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
                         break
                 else:
                     continue
-            if shapes and shape is not None:
-                for s in shapes:
-                    if s in shape:
-                        break
-                else:
-                    continue
+            if shapes is not None and shape is not None and shapes(shape) is None:
+                continue
             if gate is not None and gate(text) is None:
                 continue
             text = sub("<*>", text)
