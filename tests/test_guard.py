@@ -329,6 +329,20 @@ def test_usage_objects_and_invalid_values() -> None:
     assert guard.state.cost == pytest.approx(0.01)
 
 
+def test_read_usage_takes_what_a_usage_names_and_nothing_invalid() -> None:
+    from looptrap.engine.engine import read_usage
+
+    assert read_usage({"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.01}) == (120, 0.01)
+    assert read_usage({"total_tokens": 7, "input_tokens": 100, "cost": 0.5}) == (7, 0.5)
+    assert read_usage({"prompt_tokens": 3.9, "completion_tokens": 1, "cost_usd": None, "cost": 2}) == (4, 2.0)
+    assert read_usage({"total_tokens": float("inf"), "input_tokens": 5}) == (0, None)
+    assert read_usage({"input_tokens": float("inf"), "output_tokens": 5, "cost_usd": -1}) == (5, None)
+    assert read_usage({"input_tokens": True, "output_tokens": "9"}) == (0, None)
+    assert read_usage(UsageObject(100, 20, 0.01)) == (120, 0.01)
+    assert read_usage({}) == (0, None)
+    assert read_usage(None) is None
+
+
 def test_max_seconds_with_a_fake_clock() -> None:
     clock = FakeClock()
     guard = Guard(clock=clock, detectors=(), budgets=Budgets(max_seconds=10))

@@ -67,6 +67,7 @@ def getattr_or_none(obj: Any, name: str) -> Any:
 
 
 _TOKEN_PARTS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
+_INF = float("inf")
 
 
 def read_usage(usage: Any) -> Usage | None:
@@ -76,17 +77,23 @@ def read_usage(usage: Any) -> Usage | None:
     if usage is None:
         return None
     get: Callable[[str], Any] = usage.get if isinstance(usage, Mapping) else partial(getattr_or_none, usage)
-    total = _num(get("total_tokens"))
+    # a usage names two or three of these keys: an absent one (None) is passed over without a call
+    v = get("total_tokens")
+    total = None if v is None else _num(v)
     if total is None:
         total = 0.0
         for key in _TOKEN_PARTS:
-            part = _num(get(key))
-            if part is not None and part != float("inf"):
-                total += part
-    cost = _num(get("cost_usd"))
+            v = get(key)
+            if v is not None:
+                part = _num(v)
+                if part is not None and part != _INF:
+                    total += part
+    v = get("cost_usd")
+    cost = None if v is None else _num(v)
     if cost is None:
-        cost = _num(get("cost"))
-    if total == float("inf"):
+        v = get("cost")
+        cost = None if v is None else _num(v)
+    if total == _INF:
         total = 0.0
     return int(total), cost
 
