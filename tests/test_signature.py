@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import PurePosixPath
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -648,3 +649,43 @@ def test_a_result_sent_as_json_text_is_read_as_the_value_and_a_python_repr_as_te
     assert not _closed(repr_text)  # no parse tried: JSON never has a single quote after its bracket
     assert not _closed('{"cut": "sho')
     assert _closed(orjson.dumps(value).decode() + "\n")
+
+
+_FLAT_KEYS = st.sampled_from(["id", "status", "updated_at", "request_id", "total", "ts", "q", "Ünï", "page"])
+_FLAT_VALUES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from(["", "queued", "2026-11-30T05:19:53Z", "took 12 ms", "naïve", "x" * 5000])
+    | st.text(max_size=12)
+)
+
+
+def _proxied(value: Any) -> Any:
+    """The same value with every dict a read-only mapping of another type: canonicalised the long way."""
+    if type(value) is dict:
+        return MappingProxyType({k: _proxied(v) for k, v in value.items()})
+    if type(value) is list:
+        return [_proxied(v) for v in value]
+    return value
+
+
+_FLAT = st.dictionaries(_FLAT_KEYS | st.text(max_size=6), _FLAT_VALUES, max_size=8)
+
+
+@given(
+    _FLAT | st.lists(_FLAT, max_size=4) | st.dictionaries(_FLAT_KEYS, _FLAT | st.lists(_FLAT, max_size=3), max_size=3)
+)
+@settings(max_examples=300, deadline=None)
+def test_the_flat_fast_path_writes_the_bytes_the_long_way_writes(value: Any) -> None:
+    from looptrap.engine.config import GuardConfig
+
+    config = GuardConfig()
+    for canon in (
+        config.result_canonicaliser(),
+        config.arg_canonicaliser(ToolPolicy()),
+        config.arg_canonicaliser(ToolPolicy(fold_case=True)),
+        Canonicaliser(),
+    ):
+        assert canon.encode(value) == canon.encode(_proxied(value))

@@ -112,15 +112,19 @@ class Canonicaliser:
             if type(value) is dict:
                 fast = self._flat(value)
                 if fast is not None:
-                    return fast
+                    return orjson.dumps(fast, option=_SORT)
             return orjson.dumps(self.canon(value, 0, ()), option=_SORT)
         except Exception:  # noqa: BLE001 - a failure on user data: the value is not comparable
             return orjson.dumps(_opaque())
 
-    def _flat(self, d: dict[Any, Any]) -> bytes | None:
-        # Fast path for the common case: a flat dict of short ASCII strings, small ints, bools, None.
+    def _flat(self, d: dict[Any, Any]) -> dict[str, Any] | None:
+        # Fast path for the common case, at the top or inside a list (a page of search hits): a flat dict of
+        # ASCII keys and short ASCII strings, small ints, floats with a fraction, bools, None; a volatile key
+        # (a result's `updated_at`) is left out here too. Anything else: None, and `canon` builds the same
+        # form the long way.
+        copy = self._text is not None
         for k, v in d.items():
-            if type(k) is not str or not k.isascii() or self.dropped(k):
+            if type(k) is not str or not k.isascii():
                 return None
             t = type(v)
             if t is str:
@@ -129,11 +133,25 @@ class Canonicaliser:
             elif t is int:
                 if not -_INT_MAX <= v <= _INT_MAX:
                     return None
+            elif t is float:
+                if not math.isfinite(v) or v.is_integer():  # canon writes these differently
+                    return None
             elif v is not None and t is not bool:
                 return None
-        if self._text is not None:
-            d = {k: self._texted(v) if type(v) is str else v for k, v in d.items()}
-        return orjson.dumps(d, option=_SORT)
+            if not copy and self.dropped(k):
+                copy = True
+        if copy:
+            texted = self._texted if self._text is not None else None
+            known = self._drop_cache
+            out = {}
+            for k, v in d.items():
+                drop = known.get(k)
+                if drop is None:
+                    drop = self.dropped(k)
+                if not drop:
+                    out[k] = texted(v) if texted is not None and type(v) is str else v
+            return out
+        return d
 
     def _texted(self, s: str) -> str:
         """``text(s)``, remembered for short strings: the strings inside values repeat from call to call (a
@@ -164,6 +182,10 @@ class Canonicaliser:
             return _float(v)
         if depth >= _MAX_DEPTH:
             return _opaque()
+        if t is dict:
+            fast = self._flat(v)
+            if fast is not None:
+                return fast
         if t is dict or isinstance(v, Mapping):
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
