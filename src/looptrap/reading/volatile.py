@@ -137,18 +137,19 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
 #: Texts shorter than this are not shaped: every pattern is tried (shaping costs more than it saves).
 SHAPE_MIN = 128
 
-_SHAPE_TABLE = bytes(
-    ord("0")
-    if chr(c) in "0123456789"
-    else ord("s")
-    if chr(c) in "smun"
-    else c
-    if chr(c) in ":-."
-    else ord(" ")
-    if chr(c).isspace()
-    else ord(".")
-    for c in range(256)
-)
+
+def _shape_byte(c: int) -> int:
+    ch = chr(c)
+    if ch in "0123456789":
+        return ord("0")
+    if ch in "smun":
+        return ord("s")
+    if ch in ":-.":
+        return c
+    return ord(" ") if ch.isspace() else ord(".")
+
+
+_SHAPE_TABLE = bytes(_shape_byte(c) for c in range(256))
 
 
 def text_shape(text: str) -> bytes | None:
@@ -178,10 +179,15 @@ def _beyond_defaults(text: str, shape: bytes | None) -> bool:
 _COMMON = " etaoinsrhldcum0123456789fpgwybvkxjqz\n\"_.,:/-=()'{}[]<>\tTSAICEDRNPLMOFBHGUWVYKXJQZ"
 
 
+def _rarity(c: str) -> int:
+    rank = _COMMON.find(c)
+    return len(_COMMON) if rank < 0 else rank
+
+
 def _probe(needle: str) -> str:
     """The needle's rarest character: a text without it cannot hold the needle, and finding one character
     costs a ``memchr`` where finding a needle of two or more compares at nearly every position."""
-    return max(needle, key=lambda c: _COMMON.find(c) % (len(_COMMON) + 1))
+    return max(needle, key=_rarity)
 
 
 def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str] | None:
