@@ -170,3 +170,32 @@ def test_gates_never_change_what_a_command_line_does(parts: list[str], joins: li
 @settings(max_examples=300, deadline=None)
 def test_a_redirect_needs_a_greater_than_sign(line: str) -> None:
     assert c._REDIRECT.findall(line) == []
+
+
+# -- the pending statement, taken apart ----------------------------------------------------------------
+
+STATUS_WORDS = [
+    *("pending", "running", "in progress", "in_progress", "in-progress", "queued", "processing", "waiting"),
+    *("starting", "initializing", "scheduled", "building", "deploying", "provisioning", "ready", "yet"),
+    *("not", "being", "processed", "has", "have", "finished", "completed", "complete", "started", "done"),
+    *("is", "are", "remains", "remain", "still", "currently", "now", "status", "state", "phase", "stage"),
+    *("Status:", "state =", "STATE", "Running", "QUEUED", "xrunning", "runningx", "statusx", "xstatus", "haS"),
+    *("isn't", "thisis", "job", "build", "x", "_", "-", ":", "=", "'", '"', "(3 ahead)", "...", "#42", "…"),
+    *("é", "İs", "ſtill", "\u212aeep"),
+]
+STATUS_SEPARATORS = [" ", "", "\n", ": ", ". ", "  ", "\t", "_", "-", "\n  ", " \n", "!", "("]
+
+
+@given(st.lists(st.tuples(st.sampled_from(STATUS_SEPARATORS), cased(STATUS_WORDS)).map("".join), max_size=8))
+@settings(max_examples=3000, deadline=None)
+def test_the_pending_statement_taken_apart_matches_as_the_pattern_does(parts: list[str]) -> None:
+    text = "".join(parts)
+    for t in (text, text.strip()):
+        assert r._states_pending(t, t.lower()) == (r._PENDING_STATEMENT.search(t) is not None), t
+        assert r._names_a_status(t.lower()) or r._PENDING_STATEMENT.search(t) is None, t
+
+
+@given(st.text(max_size=12) | st.text(alphabet=" _-.!?<>/:;[]{}()'\"\t\n#a0é", max_size=12))
+@settings(max_examples=1000, deadline=None)
+def test_content_is_a_letter_or_a_digit(text: str) -> None:
+    assert r._has_content(text) == (r._CONTENT.search(text) is not None), text

@@ -56,8 +56,7 @@ class Drift(Detector):
         if not slot or call.mutating:
             return None
         got = slot.get(call.tool)
-        n = self.limit(policy)
-        if not got or got[0] < n:
+        if not got or got[0] < self.limit(policy):
             return None
         count, recent = got
         tried = []

@@ -70,8 +70,7 @@ class ErrorRepeat(Detector):
         if not slot:
             return None
         mine = slot["calls"].get(str(call.digest))
-        n = self.limit(policy)
-        if mine and (mine[0] >= n or mine[1] >= self.non_retryable):
+        if mine and (mine[0] >= self.limit(policy) or mine[1] >= self.non_retryable):
             why = "the tool said the error is not retryable" if mine[1] >= self.non_retryable else "nothing changed"
             return self.signal(
                 f"This exact call to {call.tool} has already failed {mine[0]} time(s) and {why}, so it will fail "

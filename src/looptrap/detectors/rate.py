@@ -55,8 +55,10 @@ class Rate(Detector):
 
     def check(self, call: Call, state: SessionState, policy: ToolPolicy) -> Signal | None:
         slot = state.slots.get(self.name)
+        if call.at is None or call.batched or not slot or type(slot[0]) is not list:
+            return None
         n = self.limit(policy)
-        if call.at is None or call.batched or not slot or len(slot) < n - 1 or type(slot[0]) is not list:
+        if len(slot) < n - 1:
             return None
         span = call.at - slot[len(slot) - (n - 1) if n > 1 else 1 - n][0]  # the first of slot[-(n - 1):]
         if span * self.max_per_second >= n - 1:

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import xxhash
 
+from looptrap.core.policy import ToolPolicy
 from looptrap.core.printable import one_line, printable
 from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
 from looptrap.core.types import ALLOW, Call, Signal, Verdict
@@ -101,14 +102,17 @@ def read_usage(usage: Any) -> Usage | None:
 class _ToolPlan:
     """Everything resolved once per tool name: its policy, canonicaliser and active detectors."""
 
-    __slots__ = ("canon", "checkers", "exempt", "name_mutates", "name_polls", "policy", "tool_digest", "tool_key")
+    __slots__ = ("canon", "checks", "exempt", "name_mutates", "name_polls", "policy", "tool_digest", "tool_key")
 
     def __init__(self, tool: str, config: GuardConfig, canon: Canonicaliser) -> None:
         self.policy = config.policy(tool)
         self.exempt = self.policy.exempt
         self.canon = canon
         off = self.policy.disable
-        self.checkers = tuple(d for d in config.detectors if d.name not in off and type(d).check is not Detector.check)
+        # bound once: a method looked up on every call costs a bound-method object each time
+        self.checks: tuple[Callable[[Call, SessionState, ToolPolicy], Signal | None], ...] = tuple(
+            d.check for d in config.detectors if d.name not in off and type(d).check is not Detector.check
+        )
         self.name_mutates = mutation(tool, None)
         polling = self.policy.polling
         self.name_polls: bool | None = polling if polling is not None else (polls_by_name(tool) or None)
@@ -129,7 +133,9 @@ class Engine:
         self._facts: dict[str, int] = {}
         self._escalation = self.config.escalation
         ds = self.config.detectors
-        self._observers = tuple(d for d in ds if type(d).observe is not Detector.observe)
+        self._observers: tuple[Callable[[Entry, SessionState, float | None], None], ...] = tuple(
+            d.observe for d in ds if type(d).observe is not Detector.observe
+        )
         self._turn_detectors = tuple(d for d in ds if type(d).end_turn is not Detector.end_turn)
         self._text_detectors = tuple(d for d in ds if type(d).text is not Detector.text)
         self._mutating_cache: dict[int, tuple[int, str, bool]] = {}
@@ -277,8 +283,9 @@ class Engine:
         signals: list[Signal] = self._budgets.check_call(state, call.tool, now) if self._budgets else []
         p = self._plans.get(call.tool) or self.plan(call.tool)
         if not p.exempt:
-            for d in p.checkers:
-                s = d.check(call, state, p.policy)
+            policy = p.policy
+            for detector_check in p.checks:
+                s = detector_check(call, state, policy)
                 if s is not None:
                     signals.append(s)
         if signals:
@@ -398,8 +405,8 @@ class Engine:
             state.remember(state.previews, rd, _excerpt(result), PREVIEWS)
         if not p.exempt:
             at = call.at if call.at is not None else now  # the time the call arrived, else when it returned
-            for d in self._observers:
-                d.observe(entry, state, at)
+            for observe in self._observers:
+                observe(entry, state, at)
         if state.level:  # only a session inside a loop needs to know whether this call brought news
             self._escalation.after_call(state, bool(flags & Flag.NEWS))
         return entry

@@ -33,7 +33,6 @@ _EMPTY_ANYWHERE = re.compile(
     r"|\b(?:returned|found|yielded)\s+(?:no|0|zero)\s+(?:results?|matches|items?|records?|hits|rows)\b",
     re.IGNORECASE,
 )
-_EMPTY_ANYWHERE_WORDS = ("found", "match", "returned", "yielded")
 _PENDING_WORDS = (
     "pending",
     "running",
@@ -54,8 +53,6 @@ _PENDING_WORDS = (
     "started",
     "yet",
 )
-#: Whether a lowercased text holds one of the words: one scan, where a test per word scans it once each.
-_PENDING_HINT = re.compile("|".join(_PENDING_WORDS)).search
 #: A short text result that reports a failure in its first words (tools that return errors as text).
 _ERROR_TEXT = re.compile(
     r"^\W{0,3}(?:error|fatal|exception)\b\s*[:\-!]|^traceback \(most recent call last\)"
@@ -105,6 +102,53 @@ _PENDING_STATEMENT = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _PENDING_ENUM = re.compile(r"\b[A-Z][A-Z_]*_(?:IN_PROGRESS|PENDING|RUNNING|QUEUED|PROVISIONING|STARTING)\b")
+
+# _PENDING_STATEMENT, taken apart for speed on an ASCII text, matched against the text lowercased (which
+# is what IGNORECASE does to ASCII): each part starts with a literal or a few letters the regex engine skips
+# to at C speed, where a leading ``^`` or ``\b`` makes it try every position. A ``\b`` before a word
+# becomes a look-behind after its first letter. Non-ASCII texts get the pattern itself (tests/test_gates.py
+# checks that both say the same).
+_LINE_STATUS = (  # a status line (the first two branches), at a line's start
+    rf"(?:[\W_]*(?:still\s+)?{_STATUS_WORDS}(?!\w)"
+    rf"|[^\S\n]*[\w#.-]+(?:[^\S\n]+[\w#.-]+){{0,3}}[^\S\n]+(?:is[^\S\n]+)?(?:still[^\S\n]+)?{_STATUS_WORDS}"
+    r"[^\S\n]*(?:\([^\n)]{0,40}\))?[^\S\n.!:]*[.!:\u2026]*[^\S\n]*$)"
+)
+_FIRST_LINE_STATUS = re.compile(_LINE_STATUS, re.MULTILINE).match
+_NEXT_LINE_STATUS = re.compile(r"\n" + _LINE_STATUS, re.MULTILINE).search
+_STATUS_FIELD = re.compile(
+    r"(?:s(?<!\ws)ta(?:tus|te|ge)|p(?<!\wp)hase)\b[\"']?\s*(?:[:=-]|\bis\b)\s*[\"']?(?:still\s+)?(?:[a-z]+_)*"
+    + _STATUS_WORDS
+).search
+_STATUS_SENTENCE = re.compile(
+    r"(?:i(?<!\wi)s|a(?<!\wa)re|r(?<!\wr)emains?|s(?<!\ws)till|c(?<!\wc)urrently)\s+(?:still\s+|currently\s+|now\s+)?"
+    rf"(?:being\s+processed\b|{_STATUS_WORDS}(?!\w))"
+).search
+_NOT_DONE = re.compile(
+    r"ha(?<!\wha)(?:s|ve)\s+not\s+(?:yet\s+)?(?:finished|completed|started)\b"
+    r"|not(?<!\wnot)\s+(?:(?:finished|complete|done)\s+yet\b|(?:yet\s+)?ready\b)"
+).search
+
+
+def _states_pending(text: str, low: str) -> bool:
+    """Whether ``_PENDING_STATEMENT`` matches ``text`` (``low``: the text lowercased)."""
+    if not text.isascii():
+        return _PENDING_STATEMENT.search(text) is not None
+    if _FIRST_LINE_STATUS(low) is not None or ("\n" in low and _NEXT_LINE_STATUS(low) is not None):
+        return True
+    if ("sta" in low or "phase" in low) and _STATUS_FIELD(low) is not None:
+        return True
+    return _STATUS_SENTENCE(low) is not None or ("not" in low and _NOT_DONE(low) is not None)
+
+
+def _names_a_status(low: str) -> bool:
+    """Whether a lowercased text holds one of ``_PENDING_WORDS`` (a substring test each: cheaper than one
+    regex scan of their alternation, which tries them all at most characters)."""
+    for word in _PENDING_WORDS:  # noqa: SIM110 - any() over a generator costs more per call, interpreted
+        if word in low:
+            return True
+    return False
+
+
 #: Paired wrapper tags (``<output>...</output>``, ``<returncode>0</returncode>``) and self-closing ones: markup.
 #: An unpaired ``<article 0>`` is content.
 _CLOSING_TAG = re.compile(r"</([A-Za-z][\w:.-]{0,30})\s*>")
@@ -217,15 +261,21 @@ def _text_facts(text: str) -> int:
     if len(text) > READ_CHARS:
         return 0
     low = text.lower()
-    if ("exit" in low or "return" in low or "status_code" in low or "statuscode" in low) and _EXIT_META.search(text):
+    # every form of _EXIT_META names a code or a status, and an exit or a return
+    if (
+        ("code" in low or "status" in low)
+        and ("exit" in low or "return" in low or "status_code" in low or "statuscode" in low)
+        and _EXIT_META.search(text)
+    ):
         text = _EXIT_META.sub("", text)
-    if not _CONTENT.search(_without_markup(text) if "<" in text else text):  # only an exit code and markup
+        low = text.lower()
+    if not _has_content(_without_markup(text) if "<" in text else text):  # only an exit code and markup
         return ResultFacts.EMPTY
     first = _FIRST_WORD.match(text)
     word = first.group(1).lower() if first is not None and first.group(1).isascii() else None
     empty = ((word is None or word in _EMPTY_FIRST) and _EMPTY_TEXT.match(text)) or (
         len(text) <= _SHORT_MESSAGE
-        and any(map(low.__contains__, _EMPTY_ANYWHERE_WORDS))
+        and ("found" in low or "match" in low or "returned" in low or "yielded" in low)
         and _EMPTY_ANYWHERE.search(text)
     )
     # "Error: old string not found" failed: a write that says so changed nothing
@@ -235,9 +285,21 @@ def _text_facts(text: str) -> int:
         return ResultFacts.EMPTY
     if len(text) <= 64 and (word is None or word in _ACK_FIRST) and _ACK_TEXT.match(text):
         return ResultFacts.ACK
-    if _PENDING_HINT(low) is not None and (_PENDING_STATEMENT.search(text) or _PENDING_ENUM.search(text)):
+    if _names_a_status(low) and (_states_pending(text, low) or _PENDING_ENUM.search(text)):
         return ResultFacts.PENDING
     return 0
+
+
+#: The ASCII characters that are not letters or digits (``_CONTENT`` finds none of them).
+_NOT_ALNUM = "".join(c for c in map(chr, range(128)) if not c.isalnum())
+
+
+def _has_content(text: str) -> bool:
+    """Whether a text holds a letter or a digit (``_CONTENT``): an ASCII text is stripped of everything else
+    at C speed, which usually stops at its first character."""
+    if text.isascii():
+        return text.strip(_NOT_ALNUM) != ""
+    return _CONTENT.search(text) is not None
 
 
 def wrote_nothing(result: Any) -> bool:

@@ -134,10 +134,6 @@ def key_matcher(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool] 
     return matches
 
 
-#: Texts shorter than this are not shaped: every pattern is tried (shaping costs more than it saves).
-SHAPE_MIN = 128
-
-
 def _shape_byte(c: int) -> int:
     ch = chr(c)
     if ch in "0123456789":
@@ -207,7 +203,7 @@ def text_scrubber(patterns: Sequence[VolatileText | str]) -> Callable[[str], str
     defaults = all(not isinstance(p, str) for p in patterns) and set(patterns) <= set(VOLATILE_TEXT)
 
     def scrub(text: str) -> str:
-        shape = text_shape(text) if len(text) >= SHAPE_MIN else None
+        shape = text_shape(text)
         if defaults and _beyond_defaults(text, shape):
             return text
         for sub, requires, gate, max_len, shapes in steps:
