@@ -193,9 +193,3 @@ def test_the_pending_statement_taken_apart_matches_as_the_pattern_does(parts: li
     for t in (text, text.strip()):
         assert r._states_pending(t, t.lower()) == (r._PENDING_STATEMENT.search(t) is not None), t
         assert r._names_a_status(t.lower()) or r._PENDING_STATEMENT.search(t) is None, t
-
-
-@given(st.text(max_size=12) | st.text(alphabet=" _-.!?<>/:;[]{}()'\"\t\n#a0é", max_size=12))
-@settings(max_examples=1000, deadline=None)
-def test_content_is_a_letter_or_a_digit(text: str) -> None:
-    assert r._has_content(text) == (r._CONTENT.search(text) is not None), text

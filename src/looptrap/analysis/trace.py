@@ -109,7 +109,7 @@ def _routed_key(raw: bytes) -> bytes | None:
     if i < 0 or raw.rfind(_SESSION_KEY) != i:
         return None
     if raw.find(b"\\") >= 0:  # an escape somewhere: the careful way
-        if b"\\u" in raw and _SESSION_ESCAPE.search(raw) is not None:
+        if raw.find(b"\\u") >= 0 and _SESSION_ESCAPE.search(raw) is not None:
             return None
     elif raw[i + 9 : i + 11] == b':"':  # the common spelling, read without the regex (it costs more)
         end = raw.find(b'"', i + 11)

@@ -128,7 +128,7 @@ class SessionState:
     previews: dict[int, str] = field(default_factory=dict)
     files: dict[int, list[Any]] = field(default_factory=dict)
     visit: list[Any] = field(default_factory=lambda: [0, False, False])  # see core.edits
-    visits: dict[int, list[int]] = field(default_factory=dict)
+    visits: dict[int, dict[int, None]] = field(default_factory=dict)  # outcomes per state: ordered sets
     per_tool: dict[str, int] = field(default_factory=dict)
     tokens: int = 0
     cost: float = 0.0
@@ -221,7 +221,7 @@ class SessionState:
             "previews": list(self.previews.items()),
             "files": list(self.files.items()),
             "visit": self.visit,
-            "visits": list(self.visits.items()),
+            "visits": [(k, list(v)) for k, v in self.visits.items()],
             "per_tool": self.per_tool,
             "tokens": self.tokens,
             "cost": self.cost,
@@ -273,7 +273,7 @@ class SessionState:
         visit = data.get("visit")
         if isinstance(visit, list) and len(visit) == 3:
             s.visit = [int(visit[0]), bool(visit[1]), bool(visit[2])]
-        s.visits = {int(k): [int(x) for x in v] for k, v in data.get("visits", ())}
+        s.visits = {int(k): dict.fromkeys(int(x) for x in v) for k, v in data.get("visits", ())}
         s.per_tool = dict(data["per_tool"])
         s.tokens = int(data["tokens"])
         s.cost = float(data["cost"])

@@ -391,9 +391,13 @@ class Guard(_GuardBase):
                 call = engine.call(tool, args, at=now)
                 with self._lock:
                     call, verdict = engine.check(self._state, call, now)
-                    if verdict is ALLOW and len(self._turn_tools) < _TURN_MEMORY:
-                        self._remember_pending(call.tool, args, call)  # _note_check's common case
-                        self._turn_tools.append(call.tool)
+                    turn_tools = self._turn_tools
+                    if verdict is ALLOW and len(turn_tools) < _TURN_MEMORY:  # _note_check's common case, inlined
+                        pending = self._pending
+                        if len(pending) >= _PENDING:
+                            del pending[next(iter(pending))]
+                        pending[(call.tool, id(args))] = (args, call)  # _remember_pending
+                        turn_tools.append(call.tool)
                     else:
                         self._note_check(args, call, verdict)
                 if verdict.signals:

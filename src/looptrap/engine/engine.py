@@ -43,6 +43,9 @@ __all__ = ["Engine", "Usage", "read_usage"]
 PREVIEW_CHARS = 120
 TOOL_CHARS = 128  # tool names longer than this are cut (they are stored in the state)
 _LONG = 64
+#: A byte looked for as an int (one memchr): ``bytes in bytes`` raises and clears a TypeError first. A
+#: canonical form without a ``$`` holds no opaque marker.
+_DOLLAR = ord("$")
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
 _FACTS_KEPT = 2048  # the text results whose facts are remembered (READ_CHARS at most; longer ones have none)
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
@@ -448,7 +451,7 @@ class Engine:
                 self._scrubbed[raw] = hit
             return hit, size, False
         data = self._result_canon.encode(result)
-        return xxhash.xxh3_64_intdigest(data), len(data), OPAQUE_MARK in data
+        return xxhash.xxh3_64_intdigest(data), len(data), _DOLLAR in data and OPAQUE_MARK in data
 
     def _scrub_text(self, text: str) -> str:
         scrub = self._scrub

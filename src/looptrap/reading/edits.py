@@ -260,12 +260,13 @@ def saw_outcome(state: SessionState, key: int) -> None:
     if outcomes is None:
         if len(state.visits) >= _VISITED:
             del state.visits[next(iter(state.visits))]
-        outcomes = state.visits[visit[0]] = []
+        outcomes = state.visits[visit[0]] = {}
     visit[1] = True
     if key not in outcomes:
         visit[2] = True
-        outcomes.append(key)
-        del outcomes[:-_OUTCOMES]
+        outcomes[key] = None
+        if len(outcomes) > _OUTCOMES:
+            del outcomes[next(iter(outcomes))]
 
 
 def _fruitless(state: SessionState) -> bool:

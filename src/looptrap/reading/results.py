@@ -269,10 +269,13 @@ def _text_facts(text: str) -> int:
     ):
         text = _EXIT_META.sub("", text)
         low = text.lower()
-    if not _has_content(_without_markup(text) if "<" in text else text):  # only an exit code and markup
+    if not _CONTENT.search(_without_markup(text) if "<" in text else text):  # only an exit code and markup
         return ResultFacts.EMPTY
     first = _FIRST_WORD.match(text)
-    word = first.group(1).lower() if first is not None and first.group(1).isascii() else None
+    word = None
+    if first is not None:
+        word = first.group(1)
+        word = word.lower() if word.isascii() else None
     empty = ((word is None or word in _EMPTY_FIRST) and _EMPTY_TEXT.match(text)) or (
         len(text) <= _SHORT_MESSAGE
         and ("found" in low or "match" in low or "returned" in low or "yielded" in low)
@@ -288,18 +291,6 @@ def _text_facts(text: str) -> int:
     if _names_a_status(low) and (_states_pending(text, low) or _PENDING_ENUM.search(text)):
         return ResultFacts.PENDING
     return 0
-
-
-#: The ASCII characters that are not letters or digits (``_CONTENT`` finds none of them).
-_NOT_ALNUM = "".join(c for c in map(chr, range(128)) if not c.isalnum())
-
-
-def _has_content(text: str) -> bool:
-    """Whether a text holds a letter or a digit (``_CONTENT``): an ASCII text is stripped of everything else
-    at C speed, which usually stops at its first character."""
-    if text.isascii():
-        return text.strip(_NOT_ALNUM) != ""
-    return _CONTENT.search(text) is not None
 
 
 def wrote_nothing(result: Any) -> bool:

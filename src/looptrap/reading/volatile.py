@@ -159,13 +159,14 @@ def text_shape(text: str) -> bytes | None:
 
 
 _HAS_DIGIT = re.compile(r"[0-9]").search
+_ZERO = ord("0")  # a byte looked for as an int: ``b"0" in shape`` raises and clears a TypeError first
 _TEMP_HINTS = ("/tmp/", "/var/folders/", "\\Temp\\")
 
 
 def _beyond_defaults(text: str, shape: bytes | None) -> bool:
     """Whether no default pattern can match: each needs a digit, a ``-`` (a UUID), ``id`` (a request id) or
     a temporary path."""
-    if (b"0" in shape) if shape is not None else (_HAS_DIGIT(text) is not None):
+    if (_ZERO in shape) if shape is not None else (_HAS_DIGIT(text) is not None):
         return False
     return "-" not in text and "id" not in text.lower() and not any(h in text for h in _TEMP_HINTS)
 
