@@ -70,6 +70,15 @@ class Entry(NamedTuple):
     family: str = ""
 
 
+_tuple_new = tuple.__new__
+
+
+def new_entry(digest: int, tool: str, result: int, flags: int, call_index: int, family: str) -> Entry:
+    """``Entry(...)`` with every field given, built without the named tuple's generated ``__new__`` (a Python
+    function, which costs more than the rest of recording a call's entry)."""
+    return _tuple_new(Entry, (digest, tool, result, flags, call_index, family))
+
+
 class Intervention(NamedTuple):
     """A call's verdict other than ``allow`` (``warn``, ``advise``, ``block``, ``halt``), as the session keeps it."""
 

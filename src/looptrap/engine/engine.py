@@ -18,7 +18,7 @@ import xxhash
 
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.printable import one_line, printable
-from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState
+from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState, new_entry
 from looptrap.core.types import ALLOW, Call, Signal, Verdict
 from looptrap.detectors.base import Detector, TurnEnd
 from looptrap.engine.config import GuardConfig
@@ -402,7 +402,7 @@ class Engine:
         if p.exempt:
             flags &= ~Flag.STALE
             state.stale_run = 0
-        entry = Entry(call.digest, call.tool, rd, flags, call.index, call.family or call.tool)
+        entry = new_entry(call.digest, call.tool, rd, flags, call.index, call.family or call.tool)
         state.history.append(entry)
         if flags & (Flag.ERROR | Flag.EMPTY) and self.config.previews and rd not in state.previews:
             state.remember(state.previews, rd, _excerpt(result), PREVIEWS)
