@@ -80,7 +80,8 @@ def read_usage(usage: Any) -> Usage | None:
     NaN and non-numeric values count as nothing."""
     if usage is None:
         return None
-    get: Callable[[str], Any] = usage.get if isinstance(usage, Mapping) else partial(getattr_or_none, usage)
+    mapping = type(usage) is dict or isinstance(usage, Mapping)  # an ABC's check costs more than the rest
+    get: Callable[[str], Any] = usage.get if mapping else partial(getattr_or_none, usage)
     # a usage names two or three of these keys: an absent one (None) is passed over without a call
     v = get("total_tokens")
     total = None if v is None else _num(v)

@@ -206,6 +206,9 @@ _WRITE_COUNT_KEYS = frozenset(
 )
 _STATUS_KEY = re.compile(r"status|state|phase", re.IGNORECASE)
 _COUNT_KEYS = ("count", "total", "total_count", "num_results", "hits")
+#: Value types that are never a mapping: tested before ``isinstance(v, Mapping)``, an ABC's check (a Python
+#: call, slower than everything else done per field).
+_SCALARS = (int, float, bool)
 #: A text result longer than this says nothing that is read here (no facts: content).
 READ_CHARS: Final = 300
 _SHORT_MESSAGE = 160  # "not found" inside a longer text does not make it an empty result
@@ -298,7 +301,7 @@ def wrote_nothing(result: Any) -> bool:
     date", ``{"inserted": 0, "updated": 0}`` (asked only of mutating calls)."""
     if isinstance(result, str):
         return len(result) <= READ_CHARS and _NOOP_TEXT.search(result) is not None
-    if isinstance(result, Mapping):
+    if type(result) is dict or isinstance(result, Mapping):
         written = [v for k, v in result.items() if isinstance(k, str) and k.lower() in _WRITE_COUNT_KEYS]
         return bool(written) and all(type(v) is int and v == 0 for v in written)
     return False
@@ -337,16 +340,16 @@ def _mapping_facts(result: Mapping[str, Any], depth: int = 0) -> int:
             lists += 1
             strings += 1
             full_lists += 1 if v else 0
-        elif tv is dict or isinstance(v, Mapping):
+        elif tv is str:
+            strings += 1
+            other_content += 1 if v else 0
+        elif tv is dict or (v is not None and tv not in _SCALARS and isinstance(v, Mapping)):
             strings += 1
             if v and not (depth < 3 and _mapping_facts(v, depth + 1) & ResultFacts.EMPTY):
                 if all(not x and (x is None or type(x) in (bool, int, float, str)) for x in v.values()):
                     meta_maps += 1  # {"hasNextPage": false, "endCursor": null}: about the result, not content
                 else:
                     full_maps += 1
-        elif tv is str:
-            strings += 1
-            other_content += 1 if v else 0
         elif v and not (tv is int and isinstance(key, str) and ("code" in key.lower() or "status" in key.lower())):
             other_content += 1
     if lists and not full_lists and not full_maps and not _positive_count(result):

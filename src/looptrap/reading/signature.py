@@ -189,7 +189,12 @@ class Canonicaliser:
             fast = self._flat(v)
             if fast is not None:
                 return fast
-        if t is dict or isinstance(v, Mapping):
+        if t is list or t is tuple:
+            if id(v) in path:
+                return {"$cycle": len(path) - path.index(id(v))}
+            sub = (*path, id(v))
+            return [self.canon(item, depth + 1, sub) for item in v]
+        if t is dict or isinstance(v, Mapping):  # after the exact types: an ABC's check costs a Python call
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
             sub = (*path, id(v))
@@ -207,11 +212,6 @@ class Canonicaliser:
                 if not drop:
                     out[key] = self.canon(item, depth + 1, sub)
             return out
-        if t is list or t is tuple:
-            if id(v) in path:
-                return {"$cycle": len(path) - path.index(id(v))}
-            sub = (*path, id(v))
-            return [self.canon(item, depth + 1, sub) for item in v]
         return self._other(v, t, depth, path)
 
     def _str(self, s: str) -> Any:
