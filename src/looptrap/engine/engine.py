@@ -35,7 +35,7 @@ from looptrap.reading.calls import (
 )
 from looptrap.reading.edits import RETURN, SAME, apply_edit, changed_unknown, edit_of, saw_outcome
 from looptrap.reading.results import READ_CHARS, result_facts, wrote_nothing
-from looptrap.reading.signature import OPAQUE_MARK, Canonicaliser, digest_text
+from looptrap.reading.signature import Canonicaliser, comparable, digest_text
 from looptrap.reading.volatile import text_scrubber
 
 __all__ = ["Engine", "Usage", "read_usage"]
@@ -43,9 +43,6 @@ __all__ = ["Engine", "Usage", "read_usage"]
 PREVIEW_CHARS = 120
 TOOL_CHARS = 128  # tool names longer than this are cut (they are stored in the state)
 _LONG = 64
-#: A byte looked for as an int (one memchr): ``bytes in bytes`` raises and clears a TypeError first. A
-#: canonical form without a ``$`` holds no opaque marker.
-_DOLLAR = ord("$")
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
 _FACTS_KEPT = 2048  # the text results whose facts are remembered (READ_CHARS at most; longer ones have none)
 _SCRUB_EDGE = 2048  # text results longer than twice this are scrubbed at both ends only
@@ -452,7 +449,7 @@ class Engine:
                 self._scrubbed[raw] = hit
             return hit, size, False
         data = self._result_canon.encode(result)
-        return xxhash.xxh3_64_intdigest(data), len(data), _DOLLAR in data and OPAQUE_MARK in data
+        return xxhash.xxh3_64_intdigest(data), len(data), not comparable(data)
 
     def _scrub_text(self, text: str) -> str:
         scrub = self._scrub
