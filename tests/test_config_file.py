@@ -22,6 +22,7 @@ log_args = true
 [escalation]
 ladder = ["advise", "advise", "block", "halt"]
 cooldown = 4
+patience = 5
 
 [budgets]
 max_tool_calls = 200
@@ -67,6 +68,7 @@ def test_every_section_is_read(tmp_path: Path) -> None:
     assert g.log_args is True
     assert g.escalation.ladder == ("advise", "advise", "block", "halt")
     assert g.escalation.cooldown == 4
+    assert g.escalation.patience == 5
     assert g.budgets.max_tool_calls == 200
     assert g.budgets.max_seconds == 600.0
     assert g.budgets.max_calls_per_tool == {"search_docs": 20, "*": 50}
@@ -108,6 +110,7 @@ def test_a_detector_can_be_turned_off_and_made_warn_only(tmp_path: Path) -> None
         ("[budgets]\nmax_seconds = nan\n", 2, "budgets.max_seconds: a finite number"),
         ("[budgets]\nmax_seconds = inf\n", 2, "budgets.max_seconds: a finite number"),
         ("[budgets]\nmax_turns = -1\n", 2, "budgets.max_turns: must be above 0"),
+        ("[escalation]\npatience = -1\n", 2, "escalation.patience: must be 0 or more"),
         ("[budgets]\nsoft = 1.5\n", 2, "budgets.soft: a fraction between 0 and 1"),
         ('[tools.x]\nexempt = "yes"\n', 2, "tools.x.exempt: true or false"),
         ('[tools."debug_*"]\nlimits = { nope = 3 }\n', 2, "tools.debug_*.limits.nope: unknown key"),

@@ -57,8 +57,17 @@ def test_empty_replies_count_even_after_user_input() -> None:
 def test_text_only_turns_of_an_autonomous_run_still_stall() -> None:
     guard = Guard(clock=None)
     guard.user_message("Fix the failing test.")
-    actions = [guard.end_turn(text=f"I will now think about it, step {i}.").action for i in range(6)]
-    # the first turn answers the user; then the agent runs on its own and three text-only turns stall
+    actions = [guard.end_turn(text=f"I will now think about it, step {i}.").action for i in range(12)]
+    # the first turn answers the user; then the agent runs on its own and three text-only turns stall. Idle
+    # turns in different words are weak evidence: advice, three warnings, then blocks, never a halt
+    assert actions == ["allow"] * 3 + ["advise", "warn", "warn", "warn"] + ["block"] * 5
+
+
+def test_the_same_idle_reply_again_and_again_is_halted() -> None:
+    guard = Guard(clock=None)
+    guard.user_message("Fix the failing test.")
+    actions = [guard.end_turn(text="I will look into the failing test now.").action for i in range(6)]
+    # the first turn answers the user; the same words three times on its own: the loop the advice names
     assert actions == ["allow", "allow", "allow", "advise", "block", "halt"]
 
 
@@ -158,7 +167,7 @@ def test_the_state_of_an_earlier_release_loads_with_the_new_fields_at_their_defa
     for name in ("loops", "step", "rung_step", "rung", "stepped", "step_calls", "refused_at", "heard", "files"):
         del saved[name]
     state = SessionState.from_dict(saved)
-    assert (state.loops, state.rung_step, state.heard, state.files) == ([], -1, -1, {})
+    assert (state.loops, state.rung_step, state.heard, state.files) == ({}, -1, -1, {})
     resumed = Guard(clock=None, state=state)
     assert [run(resumed, "search_docs", {"q": "x"}, "0 results").action for _ in range(2)] == ["allow", "advise"]
 

@@ -361,7 +361,8 @@ def test_error_repeat_same_error_with_volatile_parts_is_the_same() -> None:
         "Timeout after 2.08s at 2026-11-30T05:20:11Z (request 9b1c2d3e-4f5a-4b6c-8d7e-1f2a3b4c5d6e)",
         "Timeout after 0.97s at 2026-11-30T05:21:40Z (request 0c9b8a7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d)",
     ]
-    verdicts = [run(guard, "fetch", {"url": f"https://x/{i}"}, errors[i % 3], is_error=True) for i in range(4)]
+    args = [{"url": "https://x/", "attempt": i} for i in range(4)]
+    verdicts = [run(guard, "fetch", args[i], errors[i % 3], is_error=True) for i in range(4)]
     assert_boundary(verdicts, 3, "error_repeat")
 
 

@@ -149,22 +149,72 @@ def test_the_worked_example_of_docs_escalation() -> None:
     assert guard.halted.summary == 'tried: search_web {"q":"refund"} (nothing found); all returned nothing'
 
 
-def test_parallel_identical_calls_without_end_turn_share_a_step_by_time() -> None:
+def test_parallel_calls_without_end_turn_share_a_step_by_time() -> None:
     clock = FakeClock()
     guard = Guard(clock=clock)
-    for _ in range(2):
-        clock.advance(3.0)
-        run(guard, "search_docs", {"q": "x"}, "0 results")
-    clock.advance(3.0)
-    batch = []
-    for _ in range(3):  # three identical calls of one model response, checked 5 ms apart
-        batch.append(guard.check("search_docs", {"q": "x"}).action)
+    for i in range(3):  # two calls fail three times each: the next of either continues a loop
+        for q in ("x", "y"):
+            clock.advance(3.0)
+            error = ("timed out", "connection reset", "HTTP 502")[i]
+            assert run(guard, "search_docs", {"q": q}, f"{error} ({q})", is_error=True).action == "allow"
+
+    def batch() -> list[str]:  # two calls of one model response, checked 5 ms apart
+        got = [guard.check("search_docs", {"q": "x"}).action]
         clock.advance(0.005)
-    assert batch == ["advise"] * 3
-    clock.advance(3.0)  # the model reads the advice and answers
-    assert guard.check("search_docs", {"q": "x"}).action == "block"
+        got.append(guard.check("search_docs", {"q": "y"}).action)
+        clock.advance(3.0)  # the model reads the answers and replies
+        return got
+
     clock.advance(3.0)
-    assert guard.check("search_docs", {"q": "x"}).action == "halt"
+    assert batch() == ["advise", "advise"]  # one step: the second is not a block of the first
+    assert batch() == ["block", "block"]
+    assert batch() == ["halt", "halt"]
+
+
+def test_the_same_call_again_after_its_advice_is_a_new_step_whatever_the_clock() -> None:
+    """A program calling a guarded tool in a plain loop (check, run, record; no model, no end_turn): the call
+    checked again after the guard answered it is the next step, however fast it comes."""
+    clock = FakeClock()
+    guard = Guard(clock=clock)
+    actions = []
+    for _ in range(8):
+        clock.advance(0.001)
+        actions.append(run(guard, "search_docs", {"q": "x"}, "0 results").action)
+    assert actions[:5] == ["allow", "allow", "advise", "block", "halt"]
+
+
+def test_identical_calls_of_one_message_share_a_step() -> None:
+    clock = FakeClock()
+    guard = Guard(clock=clock)
+    for i in range(2):
+        clock.advance(3.0)
+        guard.check("search_docs", {"q": "x"}, message_id=f"m{i}")
+        guard.record("search_docs", {"q": "x"}, "0 results")
+    clock.advance(3.0)
+    batch = [guard.check("search_docs", {"q": "x"}, message_id="m2").action for _ in range(3)]
+    assert batch == ["advise"] * 3  # one model message: one step, whatever the clock says
+    assert guard.check("search_docs", {"q": "x"}, message_id="m3").action == "block"
+    assert guard.check("search_docs", {"q": "x"}, message_id="m4").action == "halt"
+
+
+def test_results_between_calls_of_one_message_do_not_end_its_step() -> None:
+    guard = Guard(clock=None)
+    edits = [{"file_path": "/src/a.py", "old_string": s, "new_string": "y"} for s in ("x1", "x2")]
+    for i in range(3):  # two edits fail three times each, in model messages of their own
+        for j, edit in enumerate(edits):
+            guard.check("Edit", edit, message_id=f"m{i}{j}")
+            guard.record("Edit", edit, "String to replace not found in file.", is_error=True)
+
+    def read(path: str) -> str:  # a call that runs and brings something new
+        v = guard.check("Read", {"file_path": path}, message_id="m9")
+        guard.record("Read", {"file_path": path}, f"contents of {path}")
+        return v.action
+
+    # one message, whose calls run one after another (as Claude Code runs edits): results come in between
+    actions = [read("/src/b.py"), guard.check("Edit", edits[0], message_id="m9").action]
+    actions += [read("/src/c.py"), guard.check("Edit", edits[1], message_id="m9").action]
+    assert actions == ["allow", "advise", "allow", "advise"]  # one step: the second is not a block
+    assert guard.check("Edit", edits[1], message_id="m10").action == "block"
 
 
 def test_a_step_holds_a_bounded_number_of_checks() -> None:
@@ -877,3 +927,32 @@ def test_check_and_record_with_equal_copies_and_without_arguments() -> None:
     assert [e.call_index for e in guard.state.history] == [1, 2]
     guard.record("replayed", {"x": 1}, "r")  # recorded without a check: still a call
     assert guard.state.calls == 3
+
+
+def test_the_halt_table_of_the_escalation_docs() -> None:
+    """docs/escalation.md, "When the guard halts": a halt needs the loop that was advised and blocked."""
+    guard = Guard(clock=None)
+    invoice = {"id": "A1"}
+    actions = []
+    for error in ("timed out", "503 Service Unavailable", "connection reset by peer"):
+        actions.append(run(guard, "get_invoice", invoice, error, is_error=True).action)
+        guard.end_turn()
+    for _ in range(2):
+        actions.append(run(guard, "get_invoice", invoice, "timed out", is_error=True).action)
+        guard.end_turn()
+    for _ in range(3):
+        actions.append(run(guard, "search_web", {"q": "invoice A1"}, "0 results").action)
+        guard.end_turn()
+    actions.append(run(guard, "get_invoice", invoice, "timed out", is_error=True).action)
+    assert actions == ["allow"] * 3 + ["advise", "block", "allow", "allow", "block", "halt"]
+
+
+def test_weak_evidence_advises_warns_blocks_and_never_halts() -> None:
+    """docs/escalation.md: a click tool answering the same terse error for different targets."""
+    guard = Guard(clock=None)
+    actions = []
+    for i in range(14):
+        actions.append(run(guard, "click", {"target": f"Product {i}"}, "Invalid action!", is_error=True).action)
+        guard.end_turn()
+    assert actions == ["allow"] * 5 + ["advise", "warn", "warn", "warn"] + ["block"] * 5
+    assert guard.halted is None

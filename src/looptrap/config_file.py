@@ -135,6 +135,7 @@ def dump(config: ConfigFile) -> str:
     lines.append(f"report_tool = {_toml_value(g.report_tool if g.report_tool is not None else False)}")
     e = g.escalation
     lines += ["", "[escalation]", f"ladder = {_toml_value(list(e.ladder))}", f"cooldown = {e.cooldown}"]
+    lines.append(f"patience = {e.patience}")
     lines.append(f"warn_only = {_toml_value(e.warn_only)}")
     b = g.budgets
     set_budgets = [(k, getattr(b, k)) for k in _BUDGET_KEYS if getattr(b, k) is not None]
@@ -306,7 +307,7 @@ class _Reader:
         return got
 
     def escalation(self, data: dict[str, Any]) -> Escalation:
-        self.unknown(data, ("escalation",), ("ladder", "cooldown", "warn_only"))
+        self.unknown(data, ("escalation",), ("ladder", "cooldown", "patience", "warn_only"))
         changes: dict[str, Any] = {}
         if "ladder" in data:
             ladder = data["ladder"]
@@ -315,6 +316,11 @@ class _Reader:
             changes["ladder"] = tuple(ladder)
         if "cooldown" in data:
             changes["cooldown"] = self.positive(data["cooldown"], ("escalation", "cooldown"), int)
+        if "patience" in data:
+            patience = self.typed(data["patience"], ("escalation", "patience"), int)
+            if patience < 0:
+                raise self.fail(("escalation", "patience"), f"must be 0 or more, got {patience}")
+            changes["patience"] = patience
         if "warn_only" in data:
             changes["warn_only"] = self.typed(data["warn_only"], ("escalation", "warn_only"), bool)
         return Escalation(**changes)

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
 from looptrap.core.state import SessionState
-from looptrap.core.types import ALLOW, Call, Verdict
+from looptrap.core.types import ALLOW, OUTCOME_KINDS, Call, Verdict
 from looptrap.engine.config import GuardConfig
 from looptrap.engine.engine import Engine
 
@@ -99,7 +99,7 @@ class Replayer:
         d = ev.data
         tool = d["tool"]
         call = self.engine.call(tool, d.get("args"), at=ev.ts)
-        call, verdict = self.engine.check(s.state, call, ev.ts)
+        call, verdict = self.engine.check(s.state, call, ev.ts, _message_id(d.get("message_id")))
         s.report.tool_calls += 1
         call_id = d.get("call_id")
         if isinstance(call_id, str) and call_id:
@@ -123,8 +123,15 @@ class Replayer:
         if call is None:
             s.report.orphan_results += 1
             return
+        outcome = d.get("outcome")
         self.engine.record(
-            s.state, call, d.get("output"), is_error=bool(d.get("is_error")), usage=d.get("usage"), now=ev.ts
+            s.state,
+            call,
+            d.get("output"),
+            is_error=bool(d.get("is_error")),
+            usage=d.get("usage"),
+            now=ev.ts,
+            outcome=outcome if outcome in OUTCOME_KINDS else None,
         )
 
     def _turn_end(self, s: _Session, ev: Event) -> None:
@@ -177,6 +184,15 @@ class Replayer:
             r.signals.append(item)
         else:
             r.signals_dropped += 1
+
+
+def _message_id(value: Any) -> str | None:
+    """A ``tool_call``'s ``message_id``: a non-empty string or an integer (anything else: not known)."""
+    if type(value) is str:
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 _HANDLERS = {

@@ -57,10 +57,13 @@ class Flag:
     NEWS: Final = 32768  # the call brought something new: a successful state change, or new content that is not an
     # error, not empty and not stale (set by the engine: the one definition drift, repeated text and the
     # escalation ladder use)
+    NOT_RUN: Final = 65536  # the call did not run (cancelled, refused, interrupted): never in the history
 
 
 class Entry(NamedTuple):
-    """One completed call in the history window (``family``: the tool, or ``bash:pytest`` for a shell tool)."""
+    """One completed call in the history window (``family``: the tool, or ``bash:pytest`` for a shell tool;
+    ``target``: for a failed call, a digest of what it acted on, see :func:`looptrap.reading.calls.call_target`,
+    0 when not known)."""
 
     digest: int
     tool: str
@@ -68,15 +71,16 @@ class Entry(NamedTuple):
     flags: int
     call_index: int
     family: str = ""
+    target: int = 0
 
 
 _tuple_new = tuple.__new__
 
 
-def new_entry(digest: int, tool: str, result: int, flags: int, call_index: int, family: str) -> Entry:
+def new_entry(digest: int, tool: str, result: int, flags: int, call_index: int, family: str, target: int = 0) -> Entry:
     """``Entry(...)`` with every field given, built without the named tuple's generated ``__new__`` (a Python
     function, which costs more than the rest of recording a call's entry)."""
-    return _tuple_new(Entry, (digest, tool, result, flags, call_index, family))
+    return _tuple_new(Entry, (digest, tool, result, flags, call_index, family, target))
 
 
 class Intervention(NamedTuple):
@@ -119,16 +123,19 @@ class SessionState:
     pending: list[tuple[int, int, float | None, bool]] = field(default_factory=list)
     epoch: int = 0
     # the escalation ladder: rungs climbed, calls that brought something new since the last intervention,
-    # the loops intervened on (keys), the model step of the last intervention and the rung it got
+    # the loops intervened on (key -> [interventions, highest rung given; -1: warnings only]), the model
+    # step of the last intervention and the rung it got (-1: a warning)
     level: int = 0
     clean: int = 0
-    loops: list[int] = field(default_factory=list)
+    loops: dict[int, list[int]] = field(default_factory=dict)
     step: int = 0
     rung_step: int = -1
     rung: int = 0
     stepped: bool = True  # a result arrived since the last check (without end_turn, the next check is a new step)
     step_calls: int = 0  # calls checked in this step
     refused_at: float | None = None  # when the last check was intercepted (None: it was not)
+    refused: list[int] = field(default_factory=list)  # digests of the calls intercepted in this step
+    message: int = 0  # digest of the model message the last call came from (0: not known)
     heard: int = -1  # state.calls when the user last spoke (-1: never in this task)
     stale_run: int = 0
     history: deque[Entry] = field(default_factory=lambda: deque(maxlen=HISTORY))
@@ -169,10 +176,15 @@ class SessionState:
         self.results.clear()
         self.stale_run = 0
 
-    def heard_user(self) -> None:
-        """The user said something: a new step, a new epoch, and the ladder starts over."""
+    def new_step(self) -> None:
+        """The next calls belong to another model step (turn)."""
         self.step += 1
         self.step_calls = 0
+        self.refused.clear()
+
+    def heard_user(self) -> None:
+        """The user said something: a new step, a new epoch, and the ladder starts over."""
+        self.new_step()
         self.heard = self.calls
         self.level = 0
         self.clean = 0
@@ -185,6 +197,7 @@ class SessionState:
         self.turn_calls = 0
         self.open_calls = 0
         self.pending.clear()
+        self.refused.clear()
         self.level = 0
         self.clean = 0
         self.loops.clear()
@@ -215,13 +228,15 @@ class SessionState:
             "epoch": self.epoch,
             "level": self.level,
             "clean": self.clean,
-            "loops": self.loops,
+            "loops": [[k, *v] for k, v in self.loops.items()],
             "step": self.step,
             "rung_step": self.rung_step,
             "rung": self.rung,
             "stepped": self.stepped,
             "step_calls": self.step_calls,
             "refused_at": self.refused_at,
+            "refused": self.refused,
+            "message": self.message,
             "heard": self.heard,
             "stale_run": self.stale_run,
             "history": [list(e) for e in self.history],
@@ -271,8 +286,13 @@ class SessionState:
         s.results = {int(k): int(v) for k, v in data["results"]}
         s.previews = {int(k): str(v) for k, v in data["previews"]}
         # Fields added within format version 1: a state saved before them loads with their defaults.
-        s.loops = [int(k) for k in data.get("loops", ())]
-        for name in ("step", "rung_step", "rung", "heard", "step_calls"):
+        for item in data.get("loops", ()):  # [key, interventions, highest rung]; a bare key before these
+            if isinstance(item, list):
+                s.loops[int(item[0])] = [int(item[1]), int(item[2])]
+            else:
+                s.loops[int(item)] = [1, 0]
+        s.refused = [int(d) for d in data.get("refused", ())]
+        for name in ("step", "rung_step", "rung", "heard", "step_calls", "message"):
             if name in data:
                 setattr(s, name, int(data[name]))
         s.stepped = bool(data.get("stepped", True))

@@ -5,12 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ACTIONS", "ALLOW", "Action", "Call", "Signal", "Verdict"]
+__all__ = ["ACTIONS", "ALLOW", "NOT_RUN", "OUTCOME_KINDS", "Action", "Call", "OutcomeKind", "Signal", "Verdict"]
 
 Action = Literal["allow", "warn", "advise", "block", "halt"]
 #: Actions in rising order of severity.
 ACTIONS: tuple[Action, ...] = ("allow", "warn", "advise", "block", "halt")
 _RANK = {a: i for i, a in enumerate(ACTIONS)}
+
+#: What happened to a call once it was let through: it ran and succeeded or failed (``success``, ``error``),
+#: or it did not run at all: the agent program cancelled it (``cancelled``: the other calls of a parallel
+#: batch after one failed, a repeat the framework refused to run), the user refused it in a permission
+#: prompt (``refused``), or it was stopped before it finished (``interrupted``). Only a call that ran says
+#: anything about what the tool will answer next time.
+OutcomeKind = Literal["success", "error", "cancelled", "refused", "interrupted"]
+OUTCOME_KINDS: tuple[OutcomeKind, ...] = ("success", "error", "cancelled", "refused", "interrupted")
+#: The outcome kinds of a call that did not run (or did not finish).
+NOT_RUN: frozenset[str] = frozenset(("cancelled", "refused", "interrupted"))
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs 5x more to build, and one is built per call
@@ -85,7 +95,11 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """One detector's or budget's finding: what loop shape, on which calls, and how many times."""
+    """One detector's or budget's finding: what loop shape, on which calls, and how many times.
+
+    ``weak``: evidence that may advise and, if it goes on much longer, block, but never halt on its own
+    (the same error from different arguments, idle turns in different words, re-reads that are not one
+    exact cycle); see docs/escalation.md."""
 
     kind: str
     reason: str
@@ -98,6 +112,7 @@ class Signal:
     #: What identifies the loop (0: nothing): a signal with the same key after an intervention is the same
     #: loop going on, even when other calls brought something new in between (see docs/escalation.md).
     loop: int = 0
+    weak: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for logs, traces and reports)."""
@@ -111,6 +126,8 @@ class Signal:
         }
         if self.warn_only:
             out["warn_only"] = True
+        if self.weak:
+            out["weak"] = True
         if self.details:
             out["details"] = self.details
         return out

@@ -86,9 +86,11 @@ class Detector:
         details: dict[str, Any] | None = None,
         loop: int = 0,
         warn_only: bool | None = None,
+        weak: bool = False,
     ) -> Signal:
         """Build this detector's signal (``loop``: what identifies the loop, see :meth:`loop_key`;
-        ``warn_only``: this signal only warns, whatever the detector's setting)."""
+        ``warn_only``: this signal only warns, whatever the detector's setting; ``weak``: evidence that
+        advises and blocks but never halts on its own, see docs/escalation.md)."""
         return Signal(
             kind=self.name,
             reason=self.reason,
@@ -99,6 +101,7 @@ class Detector:
             warn_only=self.warn_only if warn_only is None else warn_only or self.warn_only,
             details=details or {},
             loop=loop,
+            weak=weak,
         )
 
     def loop_key(self, *parts: object) -> int:

@@ -20,7 +20,9 @@ class Cycle(Detector):
 
     * a short cycle (period ``2`` to ``short_period``): the call that starts its third pass, once its whole
       second pass was stale (A,B,A,B then A; A,B,C,A,B,C then A);
-    * any other run: the call that would be the ``threshold``-th stale call in a row.
+    * any other run: the call that would be the ``threshold``-th stale call in a row. When the run is not
+      one cycle repeated exactly (re-reads of parts already seen, in varying order: a stall that may resume),
+      this is weak evidence: it advises and blocks, but never halts on its own.
 
     A call is stale when the same call already returned the same result since the last state change
     (a successful write, edit, commit, send...). Re-reading a file or re-running tests after an edit is
@@ -40,11 +42,12 @@ class Cycle(Detector):
         n = self.limit(policy)
         history = list(state.history)
         period = _short_cycle(history, run, call.digest, self.short_period)
+        exact = True
         if period:
             stale = history[-period:]
         elif run >= n - 1:
             stale = [e for e in history[-(n - 1) :] if e.flags & Flag.STALE]
-            period = _period(history, run)
+            period, exact = _period(history, run, call.digest)
         else:
             return None
         names = []
@@ -67,6 +70,7 @@ class Cycle(Detector):
             count=len(stale) + 1,
             details={"period": period},
             loop=key,
+            weak=not exact,
         )
 
 
@@ -87,12 +91,14 @@ def _short_cycle(history: list[Entry], run: int, digest: int, longest: int) -> i
     return 0
 
 
-def _period(history: list[Entry], stale_run: int) -> int:
-    """The smallest period that explains the recent history of call digests (1 if none does)."""
+def _period(history: list[Entry], stale_run: int, digest: int) -> tuple[int, bool]:
+    """The period of the cycle that the run of stale calls and the call ``digest`` go on with, and whether
+    there is one: the smallest p such that each of them repeats the call p places before it (a whole pass
+    of the cycle repeated exactly). Without one, the number of distinct calls in the run."""
     digests = [e.digest for e in history]
-    run = min(stale_run, len(digests))
-    tail = digests[-run:] if run else []
-    for p in range(1, len(tail) // 2 + 1):
-        if all(tail[i] == tail[i - p] for i in range(p, len(tail))):
-            return p
-    return len(set(tail)) or 1
+    digests.append(digest)
+    run = min(stale_run, len(history)) + 1
+    for p in range(1, run + 1):
+        if len(digests) >= run + p and all(digests[-k] == digests[-k - p] for k in range(1, run + 1)):
+            return p, True
+    return len(set(digests[-run:])) or 1, False

@@ -8,6 +8,7 @@ from looptrap.core.compiled import mypyc_attr
 from looptrap.core.state import SessionState
 from looptrap.core.types import Signal
 from looptrap.detectors.base import Detector, TurnEnd
+from looptrap.reading.signature import digest_text
 
 __all__ = ["NoAction", "NoProgress"]
 
@@ -51,7 +52,11 @@ class NoAction(Detector):
     reply, the same words as the last such turn again, or, while the agent runs on its own, any text-only
     turn. A text-only turn that answers or asks the user, with the user's input in between
     (``Guard.user_message``), is not idleness. The ladder climbs only while the stall goes on (no tool call
-    in between)."""
+    in between).
+
+    Idle turns in different words are weak evidence (an agent thinking aloud before it writes the fix): they
+    advise, and block if they go on much longer, but never halt. The same reply again and again (the same
+    words, the same invalid call, an empty reply each time) is the loop itself and may halt."""
 
     name: str = field(default="no_action", init=False, repr=False, compare=False)
     reason: str = field(default="no_action", init=False, repr=False, compare=False)
@@ -60,24 +65,34 @@ class NoAction(Detector):
 
     def end_turn(self, turn: TurnEnd, state: SessionState) -> Signal | None:
         slot = state.slots.get(self.name)
-        count, said, heard = slot if isinstance(slot, list) else (0, None, False)
+        count, said, heard, same = 0, None, False, 0
+        if isinstance(slot, list):
+            count, said, heard = slot[:3]
+            same = slot[3] if len(slot) > 3 else 0  # saved before the same-reply count was kept
         if turn.tool_calls and turn.error is None:
-            count, said = 0, None
+            count, said, same = 0, None, 0
         else:
-            if turn.error is not None or turn.text_digest is None or not heard or turn.text_digest == said:
+            # what the turn said: its words, else its error, else nothing (an empty reply)
+            reply = turn.text_digest if turn.text_digest is not None else digest_text(turn.error or "")
+            if turn.error is not None or turn.text_digest is None or not heard or reply == said:
                 count += 1  # invalid, empty, on its own, or the same words again
+                same = same + 1 if reply == said else 1
             else:
-                count = 0  # a reply to what the user said
-            said = turn.text_digest
-        state.slots[self.name] = [count, said, False]
+                count, same = 0, 0  # a reply to what the user said
+            said = reply
+        state.slots[self.name] = [count, said, False, same]
         if count < self.threshold:
             return None
         why = f" ({turn.error})" if turn.error else ""
+        repeated = same >= self.threshold  # the last turns all said the same: the loop the advice names
         return self.signal(
             f"Your last {count} turns ended without a valid tool call{why}. Either make one well-formed tool "
             f"call, or give your final answer.",
             count=count,
             evidence=(turn.call_index,),
+            # one stall is one loop: the same words after tool calls in between are another stall
+            loop=self.loop_key("same" if repeated else "stall", said if repeated else "", turn.call_index),
+            weak=not repeated,
         )
 
     def reset(self, state: SessionState) -> None:
@@ -89,4 +104,4 @@ class NoAction(Detector):
         if isinstance(slot, list):
             slot[2] = True
         else:
-            state.slots[self.name] = [0, None, True]
+            state.slots[self.name] = [0, None, True, 0]

@@ -22,7 +22,8 @@ class Repeat(Detector):
     going (``pending``, ``running``, ``status: in_progress``) uses ``pending_threshold`` instead, so polling
     that ends is left alone; a result the tool marked ``retryable: false`` uses ``non_retryable_threshold``
     (the first identical retry is intercepted). Calls before the user last spoke do not count: a lookup
-    repeated because the user asked again is an answer.
+    repeated because the user asked again is an answer. Failures do count across the user's words: an
+    identical call that already failed the same way twice will fail again, whatever was said in between.
     """
 
     name: str = field(default="repeat", init=False, repr=False, compare=False)
@@ -48,7 +49,8 @@ class Repeat(Detector):
         if len(h) < need or need < 1:
             return None
         evidence = []
-        heard = state.heard
+        # a lookup repeated because the user spoke is an answer; a call that failed the same way is not
+        heard = -1 if last.flags & Flag.ERROR else state.heard
         for i in range(1, need + 1):
             e = h[-i]
             if e.digest != call.digest or e.result != last.result or e.call_index <= heard:

@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from looptrap.core.state import Entry, Flag, SessionState
-from looptrap.core.types import ALLOW, Call, Verdict, more_severe
+from looptrap.core.types import ALLOW, Call, OutcomeKind, Verdict, more_severe
 from looptrap.engine.config import GuardConfig
 from looptrap.engine.engine import Engine
 from looptrap.reading.report import parse_report
@@ -116,11 +116,13 @@ class _GuardBase:
     # -- each operation: prepare (outside any lock), change (the state), finish (bookkeeping, logs) ------
     # Changes are closures, not functools.partial with keywords: this is the per-call path, and a partial
     # merges its keywords into a new dict on every call.
-    def _check_change(self, tool: str, args: Any) -> Callable[[SessionState], tuple[Call, Verdict]]:
+    def _check_change(
+        self, tool: str, args: Any, message_id: str | None
+    ) -> Callable[[SessionState], tuple[Call, Verdict]]:
         now = self._now()
         call = self._engine.call(tool, args, at=now)
         check = self._engine.check
-        return lambda state: check(state, call, now)
+        return lambda state: check(state, call, now, message_id)
 
     def _checked(self, args: Any, got: tuple[Call, Verdict] | _Failed) -> Verdict:
         if isinstance(got, _Failed):
@@ -144,12 +146,12 @@ class _GuardBase:
             self._turn_signals.append(verdict.reason or verdict.action)
 
     def _record_change(
-        self, tool: str, args: Any, result: Any, is_error: bool, usage: Any
+        self, tool: str, args: Any, result: Any, is_error: bool, usage: Any, outcome: OutcomeKind | None
     ) -> Callable[[SessionState], Entry]:
         now = self._now()
         call = self._call_to_record(tool, args, now)
         record = self._engine.record
-        return lambda state: record(state, call, result, is_error=is_error, usage=usage, now=now)
+        return lambda state: record(state, call, result, is_error=is_error, usage=usage, now=now, outcome=outcome)
 
     def _call_to_record(self, tool: str, args: Any, now: float | None) -> Call:
         call = self._take_pending(tool, args)
@@ -378,9 +380,10 @@ class Guard(_GuardBase):
         self._store = store
 
     # -- the public contract ------------------------------------------------------------------------
-    def check(self, tool: str, args: Any = None) -> Verdict:
+    def check(self, tool: str, args: Any = None, *, message_id: str | None = None) -> Verdict:
         """Before a tool call runs: ``allow``/``warn`` (run it), ``advise``/``block`` (don't; hand the model
-        ``verdict.message`` as the tool's error result), or ``halt`` (stop the run)."""
+        ``verdict.message`` as the tool's error result), or ``halt`` (stop the run). ``message_id``: the model
+        message that asked for the call, when known (calls of one message share one step of the ladder)."""
         if not self.config.enabled:
             return ALLOW
         try:
@@ -390,7 +393,7 @@ class Guard(_GuardBase):
                 engine = self._engine
                 call = engine.call(tool, args, at=now)
                 with self._lock:
-                    call, verdict = engine.check(self._state, call, now)
+                    call, verdict = engine.check(self._state, call, now, message_id)
                     turn_tools = self._turn_tools
                     if verdict is ALLOW and len(turn_tools) < _TURN_MEMORY:  # _note_check's common case, inlined
                         pending = self._pending
@@ -405,15 +408,24 @@ class Guard(_GuardBase):
                 if self._observers:
                     self._observe_check(call.tool, verdict)
                 return verdict
-            return self._checked(args, self._apply(self._check_change(tool, args)))
+            return self._checked(args, self._apply(self._check_change(tool, args, message_id)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("check")
 
     def record(
-        self, tool: str, args: Any = None, result: Any = None, *, is_error: bool = False, usage: Any = None
+        self,
+        tool: str,
+        args: Any = None,
+        result: Any = None,
+        *,
+        is_error: bool = False,
+        usage: Any = None,
+        outcome: OutcomeKind | None = None,
     ) -> None:
         """After a tool ran: its result (any value; an outcome-protocol dict is read for status/retryable),
-        whether it failed, and optionally the usage it cost."""
+        whether it failed, and optionally the usage it cost. ``outcome`` says what happened when the call
+        did not simply succeed or fail: ``cancelled`` (by the agent program), ``refused`` (by the user) or
+        ``interrupted``: such a call did not run, and says nothing about the tool."""
         if not self.config.enabled:
             return
         try:
@@ -423,11 +435,13 @@ class Guard(_GuardBase):
                 hit = self._pending.pop((tool, id(args)), None)  # the call checked with these very arguments
                 call = hit[1] if hit is not None and hit[0] is args else self._engine.call(tool, args, at=now)
                 with self._lock:
-                    entry = self._engine.record(self._state, call, result, is_error=is_error, usage=usage, now=now)
+                    entry = self._engine.record(
+                        self._state, call, result, is_error=is_error, usage=usage, now=now, outcome=outcome
+                    )
                 if entry.flags & (Flag.MUTATED | Flag.NOVEL) and not entry.flags & (Flag.ERROR | Flag.EMPTY):
                     self._turn_progress = True  # as in _recorded
                 return
-            self._recorded(self._apply(self._record_change(tool, args, result, is_error, usage)))
+            self._recorded(self._apply(self._record_change(tool, args, result, is_error, usage, outcome)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             self._internal_error("record")
 
@@ -584,23 +598,30 @@ class AsyncGuard(_GuardBase):
         self._store: AsyncStore | None = ThreadedStore(store) if isinstance(store, Store) else store
         self._alock: Any = None  # an asyncio.Lock, made in the running loop on first use
 
-    async def check(self, tool: str, args: Any = None) -> Verdict:
+    async def check(self, tool: str, args: Any = None, *, message_id: str | None = None) -> Verdict:
         """See :meth:`Guard.check`."""
         if not self.config.enabled:
             return ALLOW
         try:
-            return self._checked(args, await self._apply(self._check_change(tool, args)))
+            return self._checked(args, await self._apply(self._check_change(tool, args, message_id)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("check")
 
     async def record(
-        self, tool: str, args: Any = None, result: Any = None, *, is_error: bool = False, usage: Any = None
+        self,
+        tool: str,
+        args: Any = None,
+        result: Any = None,
+        *,
+        is_error: bool = False,
+        usage: Any = None,
+        outcome: OutcomeKind | None = None,
     ) -> None:
         """See :meth:`Guard.record`."""
         if not self.config.enabled:
             return
         try:
-            self._recorded(await self._apply(self._record_change(tool, args, result, is_error, usage)))
+            self._recorded(await self._apply(self._record_change(tool, args, result, is_error, usage, outcome)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             self._internal_error("record")
 

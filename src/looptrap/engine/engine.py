@@ -19,7 +19,7 @@ import xxhash
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.printable import one_line, printable
 from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState, new_entry
-from looptrap.core.types import ALLOW, Call, Signal, Verdict
+from looptrap.core.types import ALLOW, NOT_RUN, Call, Signal, Verdict
 from looptrap.detectors.base import Detector, TurnEnd
 from looptrap.engine.config import GuardConfig
 from looptrap.reading.calls import (
@@ -27,6 +27,7 @@ from looptrap.reading.calls import (
     NO_WRITE,
     WRITES,
     WRITES_ANYWAY,
+    call_target,
     call_traits,
     mutation,
     polls_by_args,
@@ -248,22 +249,39 @@ class Engine:
                 pass
         return effect, family, waits
 
-    def check(self, state: SessionState, call: Call, now: float | None = None) -> tuple[Call, Verdict]:
-        """Before a call runs: count it, and decide. Numbers the call (in place) and returns it with the verdict."""
+    def check(
+        self, state: SessionState, call: Call, now: float | None = None, message_id: str | None = None
+    ) -> tuple[Call, Verdict]:
+        """Before a call runs: count it, and decide. Numbers the call (in place) and returns it with the verdict.
+        ``message_id``: the model message (turn) that asked for the call, when the caller knows it: calls of one
+        message share one step of the escalation ladder, whatever results come between."""
         state.calls += 1
         state.turn_calls += 1
         call.index = state.calls  # in place: a change applied again after a store conflict sets the same fields
         call.batched = state.open_calls > 0
-        if state.turn == 0:  # the caller does not end turns: a step is the calls that arrive together
-            refused = state.refused_at
-            if state.stepped or (refused is not None and (now is None or now - refused > BATCH_GAP)):
-                state.step += 1
-                state.step_calls = 0
+        if message_id:
+            message = xxhash.xxh3_64_intdigest(message_id.encode("utf-8", "surrogatepass"))
+            if message != state.message:
+                state.message = message
+                state.new_step()
             state.stepped = False
             state.refused_at = None
-        if state.step_calls >= STEP_CALLS:
-            state.step += 1
-            state.step_calls = 0
+        else:
+            if state.message:  # a call whose message is not known, after calls whose message was
+                state.message = 0
+                state.new_step()
+            elif state.turn == 0:  # the caller does not end turns: a step is the calls that arrive together
+                refused = state.refused_at
+                if (
+                    state.stepped  # a result came back since the last check
+                    or (refused is not None and (now is None or now - refused > BATCH_GAP))
+                    or (state.refused and call.digest in state.refused)  # the caller got this call's answer
+                ):
+                    state.new_step()
+            state.stepped = False
+            state.refused_at = None
+            if state.step_calls >= STEP_CALLS:
+                state.new_step()
         state.step_calls += 1
         if state.started is None and now is not None:
             state.started = now
@@ -302,6 +320,8 @@ class Engine:
                 del pending[0]
         else:
             state.refused_at = now if now is not None else 0.0
+            if len(state.refused) < STEP_CALLS:
+                state.refused.append(call.digest)
         return call, verdict
 
     def record(
@@ -313,8 +333,12 @@ class Engine:
         is_error: bool = False,
         usage: Any = None,
         now: float | None = None,
+        outcome: str | None = None,
     ) -> Entry:
-        """After a call ran: remember its outcome. Returns the history entry."""
+        """After a call ran: remember its outcome. Returns the history entry. ``outcome`` (an
+        :data:`~looptrap.core.types.OutcomeKind`) overrides ``is_error``: a call that did not run
+        (``cancelled``, ``refused``, ``interrupted``) says nothing about the tool and leaves no entry in the
+        history; a refusal is the user's say on what the agent does next (as :meth:`user_message`)."""
         pending = state.pending
         if call.index and pending and pending[-1][1] == call.index:
             pending.pop()  # the common case: the result of the call checked last
@@ -325,11 +349,19 @@ class Engine:
         state.stepped = True
         if usage is not None:
             self._add_usage(state, usage)
+        if outcome is not None:
+            if outcome in NOT_RUN:
+                if outcome == "refused":
+                    self.user_message(state)
+                return new_entry(call.digest, call.tool, 0, Flag.NOT_RUN, call.index, call.family or call.tool)
+            is_error = outcome == "error"
         if type(result) is str and result.startswith(("{", "[")) and len(result) <= _JSON_TEXT and _closed(result):
             try:  # noqa: SIM105 - per-call path: a context manager costs more. JSON sent as text (MCP): read it
                 result = orjson.loads(result)
             except orjson.JSONDecodeError:
                 pass
+        if is_error and type(result) is str and call.args is not None:
+            result = _without_echoed_args(result, call.args)  # the error, not the arguments it quotes back
         if type(result) is str and len(result) <= READ_CHARS:
             facts = self._facts.get(result)  # the same text again (a re-read, a poll, a loop): read once
             if facts is None:
@@ -342,8 +374,8 @@ class Engine:
             flags = result_facts(result, is_error)
         if call.polling and not flags & Flag.ERROR:
             flags |= Flag.PENDING  # a poll waits for something to happen: the same answer again is expected
-        if flags & Flag.ERROR and type(result) is str and call.args is not None:
-            result = _without_echoed_args(result, call.args)  # the error, not the arguments it quotes back
+        if flags & Flag.ERROR and not is_error and type(result) is str and call.args is not None:
+            result = _without_echoed_args(result, call.args)  # an error read from the text itself
         p = self._plans.get(call.tool) or self.plan(call.tool)
         result_key = p.policy.result_key
         if result_key is not None:
@@ -362,10 +394,10 @@ class Engine:
                 if wrote_nothing(result):
                     flags |= Flag.NOOP
                 elif call.edit is not None:
-                    outcome = apply_edit(state, call.edit)
-                    if outcome == SAME:  # it wrote what the file already held
+                    edited = apply_edit(state, call.edit)
+                    if edited == SAME:  # it wrote what the file already held
                         flags |= Flag.NOOP
-                    elif outcome == RETURN:
+                    elif edited == RETURN:
                         flags |= Flag.REVERT
         if call.batched:
             flags |= Flag.BATCHED
@@ -400,7 +432,11 @@ class Engine:
         if p.exempt:
             flags &= ~Flag.STALE
             state.stale_run = 0
-        entry = new_entry(call.digest, call.tool, rd, flags, call.index, call.family or call.tool)
+        target = 0
+        if flags & Flag.ERROR and call.args is not None:
+            named = call_target(call.args)
+            target = digest_text(named) if named is not None else 0
+        entry = new_entry(call.digest, call.tool, rd, flags, call.index, call.family or call.tool, target)
         state.history.append(entry)
         if flags & (Flag.ERROR | Flag.EMPTY) and self.config.previews and rd not in state.previews:
             state.remember(state.previews, rd, _excerpt(result), PREVIEWS)
@@ -502,8 +538,7 @@ class Engine:
         verdict = (
             self.config.escalation.decide(state, signals, state.calls, self.config.report_tool) if signals else ALLOW
         )
-        state.step += 1  # the next calls belong to the next model turn
-        state.step_calls = 0
+        state.new_step()  # the next calls belong to the next model turn
         return verdict
 
     def user_message(self, state: SessionState, text: str | None = None) -> None:

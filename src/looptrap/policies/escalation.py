@@ -8,11 +8,15 @@ from typing import TYPE_CHECKING
 
 from looptrap.core.state import LOOPS, Flag
 from looptrap.core.types import ALLOW, Action, Signal, Verdict
+from looptrap.reading.signature import digest_text
 
 if TYPE_CHECKING:
     from looptrap.core.state import SessionState
 
-__all__ = ["Escalation", "summarize"]
+__all__ = ["WARN", "Escalation", "summarize"]
+
+
+WARN = -1  # the rung of a warning: weak evidence between its advice and its block
 
 
 @dataclass(frozen=True)
@@ -25,11 +29,16 @@ class Escalation:
     * it climbs one rung when the loop goes on: nothing new came back since the last intervention, or the
       signal is about the very loop already intervened on (the same call, the same failing command, the
       same file flipped back), whatever came back in between;
+    * a halt needs a loop that survived its advice: a signal reaches the halt only when its own loop (the
+      same loop key) was given the rung below the halt (a block) already; otherwise it gets that rung;
+    * weak evidence (``Signal.weak``) advises, then warns for its next ``patience`` signals (the calls run),
+      then blocks; it never halts;
     * a signal about another loop after new work starts again at the first rung;
     * ``cooldown`` calls that bring something new (new results, successful state changes) since the last
       intervention end the loop: the next signal, whatever it is about, starts at the first rung;
-    * every call of one model step (the parallel calls of one model turn) gets the same rung, so the block
-      comes no earlier than the next turn.
+    * every call of one model step (the calls of one model turn or message) gets the same rung, so the
+      block comes no earlier than the next step (a step that only warned so far takes the rung of its
+      first strong signal).
 
     ``warn_only=True`` turns every loop intervention into a warning (budgets still halt).
     """
@@ -37,12 +46,15 @@ class Escalation:
     ladder: tuple[Action, ...] = ("advise", "block", "halt")
     cooldown: int = 3
     warn_only: bool = False
+    patience: int = 3
 
     def __post_init__(self) -> None:
         if not self.ladder or any(a not in ("warn", "advise", "block", "halt") for a in self.ladder):
             raise ValueError(f"ladder must be a non-empty sequence of warn/advise/block/halt, got {self.ladder}")
         if self.cooldown < 1:
             raise ValueError(f"cooldown must be at least 1, got {self.cooldown}")
+        if self.patience < 0:
+            raise ValueError(f"patience must be at least 0, got {self.patience}")
 
     def decide(self, state: SessionState, signals: list[Signal], call_index: int, report_tool: str | None) -> Verdict:
         """Turn a call's (or a turn end's) signals into one verdict, updating the ladder's state."""
@@ -54,8 +66,9 @@ class Escalation:
             action: Action = "halt"
             primary = budget
         elif hard and not self.warn_only:
-            primary = hard[0]
-            action = self.ladder[self.rung(state, primary.loop)]
+            primary = next((s for s in hard if not s.weak), hard[0])  # strong evidence decides first
+            rung = self.rung(state, primary)
+            action = "warn" if rung == WARN else self.ladder[rung]
         else:
             primary = signals[0]
             action = "warn"
@@ -74,26 +87,44 @@ class Escalation:
             state.halted = {"reason": primary.reason, "kind": primary.kind, "message": message, "summary": summary}
         return verdict
 
-    def rung(self, state: SessionState, loop: int) -> int:
-        """The ladder index for an intervention on ``loop`` (a signal's loop key, 0 for none) now, and the
+    def rung(self, state: SessionState, signal: Signal) -> int:
+        """The ladder index for an intervention on ``signal``'s loop now (``WARN``: a warning), with the
         ladder's state updated to it."""
-        if state.rung_step == state.step:  # another call of the same model step: the same rung
-            _remember(state.loops, loop)
+        key = signal.loop or _anonymous_key(signal)
+        loops = state.loops
+        if state.rung_step == state.step and (state.rung != WARN or signal.weak):
+            _mark(loops, key, state.rung)  # another call of the same model step: the same rung, no climbing
             state.clean = 0
             return state.rung
-        top = len(self.ladder) - 1
-        if state.level and (state.clean == 0 or (loop and loop in state.loops)):  # the loop goes on
-            rung = min(state.level, top)
+        if not (state.level and (state.clean == 0 or key in loops)):  # no loop yet, or another after new work
+            state.level = 0
+            loops.clear()
+        mark = loops.get(key)
+        if signal.weak:
+            rung = self._weak_rung(mark[0] if mark else 0)
+        else:
+            rung = min(state.level, len(self.ladder) - 1)
+            best = mark[1] if mark else WARN
+            while rung > 0 and self.ladder[rung] == "halt" and best < rung - 1:
+                rung -= 1  # a halt needs this very loop to have got the rung below it already
+        if rung != WARN:
             state.level += 1
-            _remember(state.loops, loop)
-        else:  # no loop yet, or another loop after new work: the first rung
-            rung = 0
-            state.level = 1
-            state.loops[:] = [loop] if loop else []
+        _mark(loops, key, rung)
         state.clean = 0
         state.rung_step = state.step
         state.rung = rung
         return rung
+
+    def _weak_rung(self, given: int) -> int:
+        """Weak evidence on a loop given ``given`` interventions already: its advice, then ``patience``
+        warnings, then the next rung, up to the last one below a halt (where it stays)."""
+        cap = next((i for i, a in enumerate(self.ladder) if a == "halt"), len(self.ladder)) - 1
+        if cap < 0:
+            return WARN  # a ladder that only halts: weak evidence warns
+        stage, rest = divmod(given, self.patience + 1)
+        if stage >= cap:
+            return cap
+        return stage if rest == 0 else WARN
 
     def after_call(self, state: SessionState, news: bool) -> None:
         """After a call ran: a call of a later step that brought something new counts towards ``cooldown``."""
@@ -106,10 +137,17 @@ class Escalation:
             state.loops.clear()
 
 
-def _remember(loops: list[int], loop: int) -> None:
-    if loop and loop not in loops:
-        loops.append(loop)
-        del loops[:-LOOPS]
+def _anonymous_key(signal: Signal) -> int:
+    """The loop key of a signal that names none: its detector on its tool."""
+    return digest_text(f"{signal.kind}\x00{signal.tool or ''}")
+
+
+def _mark(loops: dict[int, list[int]], key: int, rung: int) -> None:
+    """One more intervention on ``key``, and the highest rung it got."""
+    mark = loops.pop(key, None)  # re-inserted last: the oldest loop is evicted first
+    loops[key] = [mark[0] + 1, max(mark[1], rung)] if mark else [1, rung]
+    while len(loops) > LOOPS:
+        del loops[next(iter(loops))]
 
 
 def _compose(action: Action, s: Signal, summary: str, report_tool: str | None) -> str:

@@ -16,6 +16,7 @@ __all__ = [
     "WRITES",
     "WRITES_ANYWAY",
     "call_family",
+    "call_target",
     "call_traits",
     "is_mutating",
     "is_polling",
@@ -444,6 +445,51 @@ def call_traits(tool: str, args: Any) -> tuple[int, str, bool]:
         return _named_mutation(tool, args), tool, False
     body, plain, segments = _parse_shell(line)
     return _effect(body, plain, segments), _family(tool, segments), _shell_waits(line)
+
+
+#: Argument keys that name what a call acts on (a file, a page, an element, a record), not how.
+_TARGET_KEYS = frozenset(
+    [
+        "path", "file", "filepath", "file_path", "filename", "file_name", "notebook_path", "dir", "directory",
+        "folder", "url", "uri", "href", "link", "selector", "element", "ref", "target", "xpath", "locator",
+        "button", "option", "item", "product", "id", "uuid",
+    ]
+)  # fmt: skip
+#: Argument keys that carry what a call says or does (a query, a program, a text): never its target.
+_CONTENT_KEYS = frozenset(
+    [
+        "q", "query", "sql", "command", "cmd", "commands", "code", "script", "content", "text", "body", "message",
+        "prompt", "pattern", "payload", "data", "input", "old_str", "new_str", "old_string", "new_string",
+        "patch", "diff", "instructions",
+    ]
+)  # fmt: skip
+_TARGET_CHARS = 300
+
+
+def _short_line(v: Any) -> bool:
+    return isinstance(v, str) and 0 < len(v) <= _TARGET_CHARS and "\n" not in v
+
+
+def call_target(args: Any) -> str | None:
+    """What a call acts on, when its arguments say so: the value of a key such as ``path``, ``file_path``,
+    ``url``, ``selector`` or ``*_id``; the value of a call's only argument when it is one short line and not a
+    query, a program or a text (``click("Buy Now")``, ``{"action": "click[Blue dress]"}``); else ``None``.
+    The same error from calls on different targets is exploration before it is a loop (``error_repeat``)."""
+    if _short_line(args):
+        return str(args)
+    if not isinstance(args, Mapping) or not args:
+        return None
+    for k, v in args.items():
+        if not isinstance(k, str) or isinstance(v, (dict, list, tuple, bool)) or v is None:
+            continue
+        low = k.lower()
+        if low in _TARGET_KEYS or low.endswith(("_id", "_path", "_url", "_file")) or k.endswith("Id"):
+            return f"{low}={v}"[: _TARGET_CHARS + 32]
+    if len(args) == 1:
+        ((k, v),) = args.items()
+        if isinstance(k, str) and k.lower() not in _CONTENT_KEYS and _short_line(v):
+            return str(v)
+    return None
 
 
 def is_mutating(tool: str, args: Any) -> bool:

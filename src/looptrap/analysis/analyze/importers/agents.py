@@ -35,6 +35,7 @@ from looptrap.analysis.analyze.importers.common import (
     seconds,
 )
 from looptrap.analysis.analyze.importers.conversation import Builder
+from looptrap.reading.outcome_kinds import claude_code_kind, codex_kind, gemini_kind
 
 __all__ = ["read_claude_code", "read_codex", "read_gemini"]
 
@@ -80,7 +81,7 @@ def read_claude_code(stream: IO[bytes], name: str, problems: Problems, options: 
 def _feed(b: Builder, msg: dict[str, Any], seq: int, ts: float | None) -> list[Record]:
     from looptrap.analysis.analyze.importers.conversation import feed_message
 
-    return feed_message(b, msg, seq, ts)
+    return feed_message(b, msg, seq, ts, claude_code_kind)
 
 
 _CODEX_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
@@ -153,10 +154,12 @@ def _codex_item(b: Builder, item: dict[str, Any], n: int, ts: float | None) -> l
             failed = output.get("success") is False
             output = output.get("content", output)
         parsed = maybe_json(output)
+        said: Any = parsed
         if isinstance(parsed, dict) and isinstance(parsed.get("metadata"), dict):
             code = parsed["metadata"].get("exit_code")
             failed = failed or (isinstance(code, int) and code != 0)
-        return b.result(n, ts, call_id, parsed, failed)
+            said = parsed.get("output")
+        return b.result(n, ts, call_id, parsed, failed, outcome=codex_kind(said))
     return []
 
 
@@ -227,18 +230,21 @@ def _gemini_messages(
                 ts,
                 content_text(m.get("content")),
                 [(str(tc.get("id") or ""), str(tc.get("name") or ""), tc.get("args")) for tc in calls],
+                str(m["id"]) if isinstance(m.get("id"), str) and m["id"] else None,
             )
             tokens = m.get("tokens")
             if isinstance(tokens, dict):
                 b.add_usage({"input_tokens": tokens.get("input"), "output_tokens": tokens.get("output")})
             for tc in calls:
                 status = str(tc.get("status") or "success")
+                output = _gemini_output(tc)
                 yield from b.result(
                     seq,
                     seconds(tc.get("timestamp")) or ts,
                     str(tc.get("id") or ""),
-                    _gemini_output(tc),
+                    output,
                     status != "success",
+                    outcome=gemini_kind(status, output),
                 )
     yield from b.close()
 
@@ -268,7 +274,10 @@ def _gemini_stream(b: Builder, rec: dict[str, Any], n: int) -> list[Record]:
         out = rec.get("output")
         if out is None and isinstance(rec.get("error"), dict):
             out = rec["error"].get("message")
-        return b.result(n, ts, str(rec.get("tool_id") or ""), out, rec.get("status") not in (None, "success"))
+        status = rec.get("status")
+        return b.result(
+            n, ts, str(rec.get("tool_id") or ""), out, status not in (None, "success"), outcome=gemini_kind(status, out)
+        )
     if etype == "message":
         text = content_text(rec.get("content"))
         if rec.get("role") == "user":

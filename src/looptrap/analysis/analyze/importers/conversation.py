@@ -8,7 +8,7 @@ output starts after a result or the user's words, and at the end of the conversa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from looptrap.analysis.analyze.importers.common import (
@@ -23,8 +23,12 @@ from looptrap.analysis.analyze.importers.common import (
     obj,
     seconds,
 )
+from looptrap.core.types import OutcomeKind
 
-__all__ = ["Builder", "read_conversation", "session_of"]
+__all__ = ["Builder", "KindOf", "read_conversation", "session_of"]
+
+#: Reads a failed result's text for the agent program's own message (``None``: the tool's own result).
+KindOf = Callable[[str], "OutcomeKind | None"]
 
 _CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "mcp_call"}
 _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
@@ -35,6 +39,8 @@ class Builder:
 
     def __init__(self, session: str) -> None:
         self.session = session
+        self.turns = 0  # model turns opened so far (a turn's calls share a message id)
+        self.message: str | None = None  # the id the source gave the open turn's message, if any
         self.turn_open = False
         self.fed = False  # a result or the user's words since the last model output
         self.usage: dict[str, float] = {}
@@ -79,14 +85,24 @@ class Builder:
                     break
 
     def model(
-        self, seq: int | None, ts: float | None, text: str, calls: list[tuple[str | None, str, Any]]
+        self,
+        seq: int | None,
+        ts: float | None,
+        text: str,
+        calls: list[tuple[str | None, str, Any]],
+        message: str | None = None,
     ) -> list[Record]:
-        """A model output: its words and its calls ``(id, tool, args)``; a new turn if input came between."""
+        """A model output: its words and its calls ``(id, tool, args)``; a new turn if input came between, or
+        if the source names another message (``message``: the message id the source gives). Every call of a
+        turn gets the turn's ``message_id``: the source's id, else one numbered per turn."""
         out: list[Record] = []
-        if self.fed or not self.turn_open:
-            out += self._end(seq, ts)
+        same = message is not None and self.turn_open and message == self.message
+        if not same and (self.fed or not self.turn_open or message is not None):
+            out += self._end(seq, ts)  # results of an earlier call of the same message do not end its turn
             self.turn_open = True
-            self.fed = False
+            self.turns += 1
+            self.message = message
+        self.fed = False
         if text.strip():
             rec = self._base("text", seq, ts)
             rec["text"] = text
@@ -104,7 +120,12 @@ class Builder:
                 self.anon_open.append((call_id, tool))
                 del self.anon_open[:-64]
             rec = self._base("tool_call", seq, ts)
-            rec.update(tool=tool or "(unnamed)", args=maybe_json(args), call_id=call_id)
+            rec.update(
+                tool=tool or "(unnamed)",
+                args=maybe_json(args),
+                call_id=call_id,
+                message_id=self.message or f"turn-{self.turns}",
+            )
             out.append(rec)
         return out
 
@@ -116,9 +137,10 @@ class Builder:
         output: Any,
         is_error: bool = False,
         tool: str | None = None,
+        outcome: OutcomeKind | None = None,
     ) -> list[Record]:
         """A tool's result, paired with its call by id (without one: the latest open call of ``tool``, else
-        the oldest open call without an id)."""
+        the oldest open call without an id); ``outcome`` when the source says the call did not run."""
         if call_id is not None:
             if call_id in self.seen_results:
                 return []
@@ -138,6 +160,8 @@ class Builder:
         rec.update(tool=name or "(unknown)", output=output, is_error=bool(is_error))
         if call_id is not None:
             rec["call_id"] = call_id
+        if outcome is not None:
+            rec["outcome"] = outcome
         self.fed = True
         return [rec]
 
@@ -161,8 +185,11 @@ def _arguments(fn: Any) -> tuple[str, Any]:
     return str(fn.get("name") or "(unnamed)"), fn.get("arguments", fn.get("input"))
 
 
-def feed_message(b: Builder, msg: Any, seq: int | None, ts: float | None) -> list[Record]:
-    """One message or item of any of the three APIs."""
+def feed_message(
+    b: Builder, msg: Any, seq: int | None, ts: float | None, kind_of: KindOf | None = None
+) -> list[Record]:
+    """One message or item of any of the three APIs. ``kind_of`` reads a failed result's text for the agent
+    program's own messages (a cancelled or refused call, see :mod:`looptrap.reading.outcome_kinds`)."""
     if not isinstance(msg, dict):
         return []
     ts = seconds(msg.get("timestamp") or msg.get("created_at")) if ts is None else ts
@@ -209,7 +236,7 @@ def feed_message(b: Builder, msg: Any, seq: int | None, ts: float | None) -> lis
             elif btype in ("text", "output_text") and isinstance(block.get("text"), str):
                 texts.append(block["text"])
         text = content if isinstance(content, str) else "\n".join(texts)
-        made = b.model(seq, ts, text, calls)
+        made = b.model(seq, ts, text, calls, _str(msg.get("id")) if blocks else None)  # Anthropic: the message id
         b.add_usage(msg.get("usage"))
         return made
     if role == "user":
@@ -221,7 +248,9 @@ def feed_message(b: Builder, msg: Any, seq: int | None, ts: float | None) -> lis
             if block.get("type") == "tool_result":
                 body = block.get("content")
                 body = body if isinstance(body, str) else content_text(body)
-                got += b.result(seq, ts, _str(block.get("tool_use_id")), body, bool(block.get("is_error")))
+                failed = bool(block.get("is_error"))
+                kind = kind_of(body) if failed and kind_of is not None else None
+                got += b.result(seq, ts, _str(block.get("tool_use_id")), body, failed, outcome=kind)
             elif block.get("type") in ("text", "input_text") and isinstance(block.get("text"), str):
                 texts.append(block["text"])
         text = "\n".join(t for t in texts if t.strip())

@@ -1,0 +1,195 @@
+"""Outcome kinds: the agent programs' own messages for calls that did not run, read by every importer and
+hook as cancelled, refused or interrupted (docs/guard.md#calls-that-did-not-run), and the message ids that
+group a model message's calls into one step (docs/trace-format.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import need
+from looptrap.reading.outcome_kinds import claude_code_kind, codex_kind, crewai_kind, gemini_kind, refusal_words
+
+DATA = Path(__file__).resolve().parent / "data" / "analyze"
+CLAUDE_BATCH = DATA / "claude-code" / "-home-dev-cli" / "7b1e0c52-3d4f-4a6b-8c9d-0e1f2a3b4c5d.jsonl"
+
+REFUSED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+    "the new_string was NOT written to the file). To tell you how to proceed, the user said:\nnot yet"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("<tool_use_error>Sibling tool call errored</tool_use_error>", "cancelled"),
+        ("<tool_use_error>Cancelled: parallel tool call Bash(go test) errored</tool_use_error>", "cancelled"),
+        (REFUSED, "refused"),
+        ("Error: The user doesn't want to proceed with this tool use.", "refused"),
+        ("User rejected tool use", "refused"),
+        ("Permission for this tool use was denied. Try a different approach.", "refused"),
+        ("[Request interrupted by user for tool use]", "interrupted"),
+        ("The user doesn't want to take this action right now. STOP what you are doing.", "interrupted"),
+        ("<tool_use_error>File does not exist.</tool_use_error>", None),
+        ("Exit code 1\nFAIL", None),
+        (None, None),
+        ({"error": "x"}, None),
+    ],
+)
+def test_claude_code_kinds(text: Any, kind: str | None) -> None:
+    assert claude_code_kind(text) == kind
+
+
+def test_the_users_words_in_a_refusal() -> None:
+    assert refusal_words(REFUSED) == "not yet"
+    assert refusal_words("User rejected tool use") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("exec command rejected by user", "refused"),
+        ("patch rejected by user", "refused"),
+        ("Wall time: 3.2 seconds\naborted by user", "interrupted"),
+        ("aborted by user after 1.5s", "interrupted"),
+        ("aborted", "interrupted"),
+        ("Exit code: 1\nWall time: 0.4 seconds\nOutput:\nerror: aborted build", None),
+    ],
+)
+def test_codex_kinds(text: str, kind: str | None) -> None:
+    assert codex_kind(text) == kind
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "kind"),
+    [
+        ("cancelled", "[Operation Cancelled] Reason: User denied execution.", "refused"),
+        ("cancelled", "[Operation Cancelled] Reason: User cancelled tool execution.", "interrupted"),
+        ("cancelled", "[Operation Cancelled] Reason: User cancelled operation", "cancelled"),
+        ("cancelled", None, "cancelled"),
+        (None, "[Operation Cancelled] Reason: User cancelled tool execution.", "interrupted"),
+        ("error", "ENOENT: no such file", None),
+        ("success", "ok", None),
+    ],
+)
+def test_gemini_kinds(status: Any, text: Any, kind: str | None) -> None:
+    assert gemini_kind(status, text) == kind
+
+
+def test_crewai_kind() -> None:
+    said = "I tried reusing the same input, I must stop using this action input. I'll try something else instead.\n\n"
+    assert crewai_kind(said) == "cancelled"
+    assert crewai_kind("Search results: none") is None
+
+
+# -- importers ------------------------------------------------------------------------------------------------
+
+need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
+
+from looptrap.analysis import iter_events, replay  # noqa: E402
+from looptrap.analysis.analyze import ImportOptions, Problems, read_records  # noqa: E402
+
+
+def records(path: Path, fmt: str) -> list[dict[str, Any]]:
+    problems = Problems()
+    out = list(read_records(str(path), fmt, str(path), problems, ImportOptions()))
+    assert problems.count == 0, problems.first
+    return out
+
+
+def test_claude_code_batch_cancellations_refusals_and_interrupts() -> None:
+    evs = records(CLAUDE_BATCH, "claude-code")
+    calls = [e for e in evs if e["type"] == "tool_call"]
+    results = [e for e in evs if e["type"] == "tool_result"]
+    # the seven edits of one message, each answered before the next was written, share its message id
+    assert [c["message_id"] for c in calls[:7]] == ["msg_01Batch"] * 7
+    assert len({c["message_id"] for c in calls}) == 5
+    assert [r.get("outcome") for r in results] == [None] + ["cancelled"] * 6 + [None, "refused", "interrupted", None]
+    # one turn for the whole batch: no turn ends between its calls
+    between = evs[evs.index(calls[0]) : evs.index(calls[6])]
+    assert not [e for e in between if e["type"] == "turn_end"]
+
+
+def test_a_recorded_batch_that_failed_together_is_not_a_loop(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(e) + "\n" for e in records(CLAUDE_BATCH, "claude-code")))
+    (report,) = replay(iter_events(str(trace)))
+    assert report.tool_calls == 11
+    assert report.first_signal is None
+
+
+def test_codex_and_gemini_outcomes_and_messages(tmp_path: Path) -> None:
+    codex = tmp_path / "rollout.jsonl"
+    lines = [
+        {"timestamp": "2025-09-02T14:05:00Z", "type": "session_meta", "payload": {"id": "s-1"}},
+        *(
+            {
+                "timestamp": "2025-09-02T14:05:01Z",
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call",
+                    "name": "shell",
+                    "arguments": json.dumps({"command": c}),
+                    "call_id": f"c{i}",
+                },
+            }
+            for i, c in enumerate((["rm", "-rf", "build"], ["ls"]))
+        ),
+        {
+            "timestamp": "2025-09-02T14:05:02Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c0", "output": "exec command rejected by user"},
+        },
+        {
+            "timestamp": "2025-09-02T14:05:03Z",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": "Wall time: 9.0 seconds\naborted by user",
+            },
+        },
+    ]
+    codex.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    evs = records(codex, "codex")
+    calls = [e for e in evs if e["type"] == "tool_call"]
+    assert calls[0]["message_id"] == calls[1]["message_id"]  # two calls of one response
+    assert [e.get("outcome") for e in evs if e["type"] == "tool_result"] == ["refused", "interrupted"]
+
+    gemini = tmp_path / "session.json"
+    call = {"id": "t1", "name": "run_shell_command", "args": {"command": "make deploy"}, "status": "cancelled"}
+    call["result"] = [
+        {"functionResponse": {"response": {"error": "[Operation Cancelled] Reason: User denied execution."}}}
+    ]
+    gemini.write_text(
+        json.dumps(
+            {"sessionId": "g-1", "messages": [{"id": "m1", "type": "gemini", "content": "", "toolCalls": [call]}]}
+        )
+    )
+    evs = records(gemini, "gemini-cli")
+    assert [e["message_id"] for e in evs if e["type"] == "tool_call"] == ["m1"]
+    assert [e.get("outcome") for e in evs if e["type"] == "tool_result"] == ["refused"]
+
+
+def test_openai_chat_calls_of_one_message_share_its_id(tmp_path: Path) -> None:
+    doc = tmp_path / "chat.json"
+    tc = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "get_order", "arguments": json.dumps({"id": i})}}
+        for i in range(3)
+    ]
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "orders 0, 1, 2?"},
+        {"role": "assistant", "content": None, "tool_calls": tc},
+    ]
+    msgs += [{"role": "tool", "tool_call_id": f"call_{i}", "content": "{}"} for i in range(3)]
+    again = {"id": "call_9", "type": "function", "function": {"name": "get_order", "arguments": json.dumps({"id": 0})}}
+    msgs.append({"role": "assistant", "content": None, "tool_calls": [again]})
+    doc.write_text(json.dumps({"messages": msgs}))
+    calls = [e for e in records(doc, "openai-chat") if e["type"] == "tool_call"]
+    assert len(calls) == 4
+    assert len({c["message_id"] for c in calls[:3]}) == 1  # the three calls of one message
+    assert calls[3]["message_id"] != calls[0]["message_id"]  # the next message, after the results
