@@ -43,6 +43,8 @@ class Row:
     calls: int
     known_issue: str
     latest: int | None = None
+    halted: int | None = None  # the call at which replay halted the run
+    halt: Any = "unlabelled"  # the labelled halt call (None: never), when the scenario says
 
     @property
     def at(self) -> int | None:
@@ -84,6 +86,7 @@ def load(directory: Path) -> list[Row]:
             raise SystemExit(f"{path.name}: expected one session, got {len(reports)}")
         r = reports[0]
         got = None if r.first_intervention is None else dict(r.first_intervention)
+        halted = None if r.halted_at is None else int(r.halted_at["call_index"])
         rows.append(
             Row(
                 path.stem,
@@ -94,6 +97,8 @@ def load(directory: Path) -> list[Row]:
                 r.tool_calls,
                 str(expect.get("known_issue") or ""),
                 expect.get("latest"),
+                halted,
+                expect.get("halt", "unlabelled"),
             )
         )
     return rows
@@ -135,6 +140,14 @@ def main(argv: list[str]) -> int:
     print(
         f"  loops intervened before onset:     {pct(len(early), len(loops))}"
         + (f": {', '.join(r.name for r in early)}" if early else "")
+    )
+    halted_healthy = [r for r in healthy if r.halted is not None]
+    print(f"halts on healthy runs: {pct(len(halted_healthy), len(healthy))}")
+    labelled = [r for r in rows if r.halt != "unlabelled"]
+    wrong = [r for r in labelled if r.halted != r.halt]
+    print(
+        f"halts as labelled: {pct(len(labelled) - len(wrong), len(labelled))}"
+        + (f"; not: {', '.join(f'{r.name} (got {r.halted}, want {r.halt})' for r in wrong)}" if wrong else "")
     )
     print(
         f"first intervention as labelled: {pct(len(matched), len(rows))}"

@@ -53,6 +53,14 @@ def test_first_intervention(path: Path) -> None:
     assert got["call_index"] <= expectation(path)["latest"]
 
 
+@pytest.mark.parametrize("path", [p for p in FILES if "halt" in expectation(p)], ids=lambda p: p.stem)
+def test_halt(path: Path) -> None:
+    """Scenarios about halting say at which call the run is halted (``null``: never)."""
+    (report,) = replay(iter_events(str(path)))
+    got = None if report.halted_at is None else report.halted_at["call_index"]
+    assert got == expectation(path)["halt"], report.signals
+
+
 def test_corpus_size_and_labels() -> None:
     assert len(FILES) >= 50
     labels = {expectation(p)["label"] for p in FILES}
@@ -74,6 +82,8 @@ def test_expectation_is_well_formed(path: Path) -> None:
     assert e["onset"] >= 1
     assert isinstance(e["latest"], int)
     assert e["latest"] >= e["onset"]
+    if "halt" in e:
+        assert e["halt"] is None or (isinstance(e["halt"], int) and e["halt"] >= e["onset"])
     if want is not None:  # a loop may be a documented blind spot (expected: no intervention)
         assert set(want) == {"kind", "action", "call_index"}
         assert want["kind"] in KINDS

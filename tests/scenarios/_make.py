@@ -75,49 +75,88 @@ class Trace:
     def _emit(self, event: dict[str, Any]) -> None:
         self.events.append({"session": self.name, **event})
 
-    def _call_event(self, tool: str, args: Any) -> dict[str, Any]:
+    def _call_event(self, tool: str, args: Any, message: str | None = None) -> dict[str, Any]:
         self.calls += 1
         ev: dict[str, Any] = {"type": "tool_call", "tool": tool, "args": args}
         if self.with_ids:
             ev["call_id"] = f"{self.id_prefix}{self.calls:04d}"
+        if message is not None:
+            ev["message_id"] = message
         ev["ts"] = round(self.now, 4)
         return ev
 
-    def _result_event(self, index: int, tool: str, output: Any, error: bool) -> dict[str, Any]:
+    def _result_event(
+        self, index: int, tool: str, output: Any, error: bool, outcome: str | None = None
+    ) -> dict[str, Any]:
         ev: dict[str, Any] = {"type": "tool_result", "tool": tool}
         if self.with_ids:
             ev["call_id"] = f"{self.id_prefix}{index:04d}"
         ev["output"] = output
         ev["is_error"] = error
+        if outcome is not None:
+            ev["outcome"] = outcome
         if self.result_ts:
             ev["ts"] = round(self.now, 4)
         return ev
 
     def call(
-        self, tool: str, args: Any, output: Any, *, error: bool = False, think: float = 4.0, took: float = 0.6
+        self,
+        tool: str,
+        args: Any,
+        output: Any,
+        *,
+        error: bool = False,
+        think: float = 4.0,
+        took: float = 0.6,
+        message: str | None = None,
+        outcome: str | None = None,
     ) -> int:
-        """One tool call and its result; returns the call's 1-based index."""
+        """One tool call and its result; returns the call's 1-based index. ``message``: the id of the model
+        message that asked for it (``message_id``); ``outcome``: a call that did not run (``cancelled``,
+        ``refused``, ``interrupted``)."""
         self.now += think
-        ev = self._call_event(tool, args)
+        ev = self._call_event(tool, args, message)
         self._emit(ev)
         self.now += took
-        self._emit(self._result_event(self.calls, tool, output, error))
+        self._emit(self._result_event(self.calls, tool, output, error, outcome))
         return self.calls
 
     def parallel(
-        self, items: list[tuple[str, Any, Any]], *, think: float = 3.0, gap: float = 0.004, took: float = 0.4
+        self,
+        items: list[tuple[str, Any, Any]],
+        *,
+        think: float = 3.0,
+        gap: float = 0.004,
+        took: float = 0.4,
+        message: str | None = None,
+        errors: list[bool] | None = None,
+        outcomes: list[str | None] | None = None,
+        interleaved: bool = False,
     ) -> list[int]:
-        """Parallel tool calls in one model message: all calls first, then all results."""
+        """Parallel tool calls in one model message: all calls first, then all results (``interleaved``: each
+        call's result before the next call, as an agent that runs one message's calls one by one writes them).
+        ``errors`` and ``outcomes`` per item."""
         self.now += think
         first = self.calls + 1
+        n = len(items)
+        errs = errors or [False] * n
+        kinds = outcomes or [None] * n
+        if interleaved:
+            for i, (tool, args, output) in enumerate(items):
+                if i:
+                    self.now += 0.7
+                self._emit(self._call_event(tool, args, message))
+                self.now += took
+                self._emit(self._result_event(self.calls, tool, output, errs[i], kinds[i]))
+            return list(range(first, self.calls + 1))
         for i, (tool, args, _) in enumerate(items):
             if i:
                 self.now += gap
-            self._emit(self._call_event(tool, args))
+            self._emit(self._call_event(tool, args, message))
         self.now += took
         for i, (tool, _, output) in enumerate(items):
             self.now += 0.01
-            self._emit(self._result_event(first + i, tool, output, False))
+            self._emit(self._result_event(first + i, tool, output, errs[i], kinds[i]))
         return list(range(first, self.calls + 1))
 
     def text(self, text: str) -> None:
@@ -157,9 +196,11 @@ class Trace:
         *,
         latest: int | None = None,
         known_issue: str = "",
+        halt: int | None | object = _UNSET,
     ) -> Trace:
         """A loop: its onset, the expected first intervention, and the latest acceptable call for it
-        (``latest``, by default the expected call itself)."""
+        (``latest``, by default the expected call itself); ``halt``: the call at which the run is expected to
+        be halted (``None``: never), when the scenario is about halting."""
         first = None if kind is None else {"kind": kind, "action": "advise", "call_index": at}
         self.expect = {
             "first_intervention": first,
@@ -168,6 +209,8 @@ class Trace:
             "label": "loop",
             "description": description,
         }
+        if halt is not _UNSET:
+            self.expect["halt"] = halt
         if known_issue:
             self.expect["known_issue"] = known_issue
         return self
