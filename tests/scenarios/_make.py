@@ -196,7 +196,7 @@ class Trace:
         *,
         latest: int | None = None,
         known_issue: str = "",
-        halt: int | None | object = _UNSET,
+        halt: Any = _UNSET,
     ) -> Trace:
         """A loop: its onset, the expected first intervention, and the latest acceptable call for it
         (``latest``, by default the expected call itself); ``halt``: the call at which the run is expected to
