@@ -5,6 +5,7 @@ analysis then gives."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -260,3 +261,22 @@ def test_malformed_records_are_noted_with_file_and_line(tmp_path: Path) -> None:
     assert evs == []
     assert problems.count == 1
     assert "not valid JSON" in str(problems.first[0])
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {"trackedFileBackups": {}}},
+        {"type": "progress", "sessionId": "s", "data": {"type": "hook_progress"}},
+        {"type": "permission-mode", "sessionId": "s", "permissionMode": "default"},
+        {"type": "queue-operation", "sessionId": "s", "operation": "enqueue"},
+        {"type": {}, "oops": 1},
+    ],
+)
+def test_claude_code_is_found_past_bookkeeping_records(tmp_path: Path, first: dict[str, Any]) -> None:
+    """Most real transcripts open with a record that is not a message: the format is read from the records
+    that follow (and a first line cut short, or a record of an odd shape, is passed over)."""
+    path = tmp_path / "session.jsonl"
+    body = CLAUDE.read_bytes()
+    path.write_bytes(json.dumps(first).encode() + b"\n" + b'{"cut short\n' + body)
+    assert detect_format(str(path), _head(str(path))) == "claude-code"

@@ -91,6 +91,48 @@ def test_claude_code_loop_gets_advice_then_a_block_then_a_stop(store: str) -> No
     assert answers[5]["continue"] is False  # halted stays halted
 
 
+def test_a_loop_without_pauses_is_halted_within_a_few_calls(store: str) -> None:
+    """No turns reach a hook: the very call just denied, asked again at once, is the next step (the CLI read
+    the denial), so the ladder does not stall on one step however fast the calls come."""
+    hook = Hook("claude-code", store)
+    actions = []
+    for _ in range(6):
+        _, out = hook("pre_grep_empty")
+        if out is None:
+            actions.append("allow")
+            assert hook("post_grep_empty") == (0, None)
+        elif out.get("continue") is False:
+            actions.append("halt")
+        else:
+            reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+            actions.append("block" if reason.startswith("Blocked") else "advise")
+    assert actions == ["allow", "allow", "advise", "block", "halt", "halt"]
+
+
+@pytest.mark.parametrize(
+    ("cli", "pre", "post", "changes"),
+    [
+        ("claude-code", "pre_bash_error", "post_bash_error", {"is_interrupt": True, "error": "Interrupted"}),
+        ("codex", "pre_bash", "post_bash", {"tool_response": "Wall time: 8.1 seconds\naborted by user"}),
+        ("codex", "pre_bash", "post_bash", {"tool_response": "exec command rejected by user"}),
+        (
+            "gemini-cli",
+            "pre_shell",
+            "post_shell",
+            {"tool_response": {"error": "[Operation Cancelled] Reason: User cancelled tool execution."}},
+        ),
+    ],
+)
+def test_calls_that_did_not_run_are_no_failures(store: str, cli: str, pre: str, post: str, changes: Any) -> None:
+    """An interrupted or refused call, again and again, is not the tool failing: nothing to intervene on."""
+    hook = Hook(cli, store)
+    allow = hook(pre)[1]
+    for _ in range(5):
+        assert hook(pre)[1] == allow
+        _, out = hook(post, **changes)
+        assert out == allow
+
+
 def test_claude_code_healthy_session_is_untouched(store: str) -> None:
     hook = Hook("claude-code", store)
     for name in ("read", "grep", "glob", "edit", "bash", "write", "mcp", "bash_subagent"):

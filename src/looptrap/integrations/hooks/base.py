@@ -10,7 +10,7 @@ from typing import Any, Literal, NamedTuple
 import orjson
 
 from looptrap.core.printable import one_line
-from looptrap.core.types import Verdict
+from looptrap.core.types import OutcomeKind, Verdict
 
 __all__ = ["PROTOCOLS", "Answer", "HookEvent", "HookRunner", "Protocol", "run_hook"]
 
@@ -29,6 +29,7 @@ class HookEvent(NamedTuple):
     result: Any = None
     is_error: bool = False
     prompt: str | None = None  # what the user wrote (a new prompt)
+    outcome: OutcomeKind | None = None  # the call did not run: cancelled, refused, interrupted
 
 
 class Answer(NamedTuple):
@@ -78,6 +79,13 @@ class ClaudeCode(Protocol):
 
     name = "claude-code"
 
+    @staticmethod
+    def kind_of(text: object) -> OutcomeKind | None:
+        """The CLI's own message in place of a result (a call it cancelled, the user refused...)."""
+        from looptrap.reading.outcome_kinds import claude_code_kind
+
+        return claude_code_kind(text)
+
     def parse(self, payload: dict[str, Any]) -> HookEvent:
         from looptrap.integrations.hooks.results import claude_result
 
@@ -92,8 +100,11 @@ class ClaudeCode(Protocol):
         if event == "PreToolUse":
             return HookEvent("before", session, tool, args)
         if event == "PostToolUseFailure":
-            return HookEvent("after", session, tool, args, payload.get("error") or "", is_error=True)
-        return HookEvent("after", session, tool, args, claude_result(tool, payload.get("tool_response")))
+            error = payload.get("error") or ""
+            kind = "interrupted" if payload.get("is_interrupt") is True else self.kind_of(error)
+            return HookEvent("after", session, tool, args, error, is_error=True, outcome=kind)
+        result = claude_result(tool, payload.get("tool_response"))
+        return HookEvent("after", session, tool, args, result, outcome=self.kind_of(result))
 
     def refuse(self, verdict: Verdict, event: HookEvent) -> Answer:
         return Answer(_json({"hookSpecificOutput": _deny(verdict.message)}))
@@ -110,6 +121,12 @@ class Codex(ClaudeCode):
     in a ``PreToolUse`` answer fails the hook and runs the tool), and unknown output fields are errors."""
 
     name = "codex"
+
+    @staticmethod
+    def kind_of(text: object) -> OutcomeKind | None:
+        from looptrap.reading.outcome_kinds import codex_kind
+
+        return codex_kind(text)
 
     def halt(self, verdict: Verdict, event: HookEvent) -> Answer:
         if event.phase == "before":  # deny with the stop text; the next PostToolUse stops the run
@@ -137,8 +154,15 @@ class GeminiCli(Protocol):
         args = payload.get("tool_input")
         if event == "BeforeTool":
             return HookEvent("before", session, tool, args)
-        result, is_error = gemini_result(payload.get("tool_response"))
-        return HookEvent("after", session, tool, args, result, is_error)
+        from looptrap.reading.outcome_kinds import gemini_kind
+
+        response = payload.get("tool_response")
+        result, is_error = gemini_result(response)
+        error = response.get("error") if isinstance(response, dict) else None
+        if isinstance(error, dict):
+            error = error.get("message")
+        said = error if isinstance(error, str) and error else result
+        return HookEvent("after", session, tool, args, result, is_error, outcome=gemini_kind(None, said))
 
     def refuse(self, verdict: Verdict, event: HookEvent) -> Answer:
         return Answer(_json({"decision": "deny", "reason": verdict.message}))
@@ -268,7 +292,7 @@ class HookRunner:
         if event.phase == "before":
             verdict = guard.check(event.tool, event.args)
         else:
-            guard.record(event.tool, event.args, event.result, is_error=event.is_error)
+            guard.record(event.tool, event.args, event.result, is_error=event.is_error, outcome=event.outcome)
             verdict = guard.halted or Verdict()
         note = _store_note(guard)
         if verdict.kind == "store":  # --fail-closed and the store is down: block this call, do not stop the run

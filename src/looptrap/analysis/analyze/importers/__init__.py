@@ -61,7 +61,18 @@ FORMATS: dict[str, Importer | None] = {
     "mini-swe-agent": read_mini_swe_agent,
 }
 
-_CLAUDE_TYPES = {"user", "assistant", "summary", "system", "file-history-snapshot", "attachment"}
+_CLAUDE_TYPES = {
+    "user",
+    "assistant",
+    "summary",
+    "system",
+    "attachment",
+    "progress",
+    "queue-operation",
+    "permission-mode",
+}
+#: Claude Code records that carry neither a session id nor a message: recognised by their own fields.
+_CLAUDE_BOOKKEEPING = {"file-history-snapshot": "snapshot"}
 _CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 
 
@@ -82,12 +93,7 @@ def detect_format(name: str, head: bytes) -> str | None:
         return "csv"
     text = head.lstrip()
     if looks_like_lines(head):
-        first = text.partition(b"\n")[0]
-        try:
-            obj = orjson.loads(first)
-        except orjson.JSONDecodeError:
-            return "trace" if b'"session"' in first else None  # a first line longer than the head
-        return _detect_object(obj) if isinstance(obj, dict) else None
+        return _detect_lines(text)
     if text.startswith((b"{", b"[")):
         if b'"resourceSpans"' in head:
             return "otel"
@@ -106,14 +112,44 @@ def detect_format(name: str, head: bytes) -> str | None:
     return None
 
 
+_SNIFF_LINES = 16  # records looked at: a log often opens with bookkeeping (a snapshot, a settings line)
+
+
+def _detect_lines(text: bytes) -> str | None:
+    """JSON Lines: the format the first records say, reading past bookkeeping records and lines that cannot
+    be read (a line cut short, bytes that are not UTF-8)."""
+    lines = text.split(b"\n", _SNIFF_LINES)[:_SNIFF_LINES]
+    generic = None
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if line is lines[0] and len(lines) == 1 and b'"session"' in line:
+                return "trace"  # one line longer than the head
+            continue
+        if not isinstance(obj, dict):
+            continue
+        found = _detect_object(obj)
+        if found is not None and found != "jsonl-calls":
+            return found
+        generic = generic or found
+    return generic
+
+
 def _detect_object(obj: dict[str, object]) -> str | None:
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        kind = None
     if "resourceSpans" in obj:
         return "otel"
     if "session" in obj and isinstance(kind, str) and (kind in EVENT_TYPES or "tool" in obj or kind):
         return "trace"
     if kind in _CLAUDE_TYPES and ("sessionId" in obj or "uuid" in obj or "leafUuid" in obj or "message" in obj):
         return "claude-code"
+    if kind in _CLAUDE_BOOKKEEPING and _CLAUDE_BOOKKEEPING[kind] in obj:
+        return None  # says nothing alone: the next records tell
     if kind in _CODEX_TYPES or ("instructions" in obj and "id" in obj and "timestamp" in obj):
         return "codex"
     if ("sessionId" in obj and "projectHash" in obj) or "$set" in obj or (kind == "init" and "session_id" in obj):
