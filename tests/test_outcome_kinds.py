@@ -193,3 +193,18 @@ def test_openai_chat_calls_of_one_message_share_its_id(tmp_path: Path) -> None:
     assert len(calls) == 4
     assert len({c["message_id"] for c in calls[:3]}) == 1  # the three calls of one message
     assert calls[3]["message_id"] != calls[0]["message_id"]  # the next message, after the results
+
+
+def test_a_call_log_names_the_message_of_each_call(tmp_path: Path) -> None:
+    log = tmp_path / "calls.csv"
+    rows = ["seq,tool_name,arguments,result,is_error,response_id"]
+    rows += [f'{i},read_file,"{{""path"": ""f{i % 2}""}}",EACCES,true,resp-{i // 4}' for i in range(12)]
+    log.write_text("\n".join(rows) + "\n")
+    evs = records(log, "csv")
+    assert [e["message_id"] for e in evs if e["type"] == "tool_call"][:5] == ["resp-0"] * 4 + ["resp-1"]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(e) + "\n" for e in evs))
+    (report,) = replay(iter_events(str(trace)))
+    assert report.halted_at is None or report.halted_at["call_index"] > 8  # no halt inside a response
+    steps = {s["call_index"]: s["action"] for s in report.signals}
+    assert len({steps[i] for i in steps if 9 <= i <= 12}) <= 1  # the last response: one step, one action

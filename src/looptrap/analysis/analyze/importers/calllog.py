@@ -34,6 +34,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "is_error": ("is_error", "error", "failed", "ok", "success", "status"),
     "cost": ("cost", "cost_usd", "price"),
     "attempts": ("attempts",),
+    "message_id": ("message_id", "turn_id", "response_id"),
 }
 _TRUE = {"1", "true", "yes", "y", "t", "error", "failed", "failure", "fail"}
 _FALSE_WORDS = {"ok", "success"}
@@ -140,6 +141,8 @@ def rows_to_events(
                 continue
             rec["ts"] = ts
         rec["args"] = maybe_json(row.get(cols["args"])) if "args" in cols else None
+        if "message_id" in cols and row.get(cols["message_id"]) not in (None, ""):
+            rec["message_id"] = str(row.get(cols["message_id"]))  # the calls of one model message: one step
         if "attempts" in cols and row.get(cols["attempts"]) not in (None, ""):
             attempts = _count(row.get(cols["attempts"]))
             if attempts is None:

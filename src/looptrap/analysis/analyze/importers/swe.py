@@ -69,7 +69,8 @@ def read_swe_agent(stream: IO[bytes], name: str, problems: Problems, options: Im
             yield {**base, "type": "turn_end", "usage": usage, "error": "no valid tool call"}
             continue
         cid = f"step-{i}"
-        yield {**base, "type": "tool_call", "tool": "bash", "args": {"command": action.strip()}, "call_id": cid}
+        call: Record = {"type": "tool_call", "tool": "bash", "args": {"command": action.strip()}, "call_id": cid}
+        yield {**base, **call, "message_id": cid}  # one action per step: each step is its own model message
         obs = step.get("observation")
         yield {**base, "type": "tool_result", "tool": "bash", "call_id": cid, "output": obs if obs is not None else ""}
         yield {**base, "type": "turn_end", "usage": usage}
@@ -125,6 +126,7 @@ def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, option
                     "tool": "bash",
                     "args": {"command": cmd.strip()},
                     "call_id": open_call,
+                    "message_id": f"message-{i}",  # the assistant message that ran it
                     **({"ts": ts} if ts is not None else {}),
                 }
         elif role == "user" and open_call is not None:
