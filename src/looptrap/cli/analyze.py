@@ -47,8 +47,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--columns",
         metavar="FIELD=COLUMN,...",
-        help="call logs: which column holds session, seq, ts, tool, args, output, is_error, cost, attempts "
-        "(default: common names)",
+        help="call logs: which column holds session, seq, ts, tool, args, output, is_error, cost, attempts, "
+        "message_id (default: common names)",
     )
     p.add_argument("--strict", action="store_true", help="stop at the first malformed record (default: skip and count)")
     p.add_argument("--json", action="store_true", help="the whole report as JSON on stdout")

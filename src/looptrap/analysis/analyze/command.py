@@ -166,7 +166,13 @@ def _analyze_and_write(
         for e in report.errors[:5]:
             say(e)
         say(f"looptrap analyze: skipped {report.skipped:,} malformed record(s) (--strict stops at the first)")
-    if not report.sessions and report.skipped:
+    empty = report.empty
+    for name in empty[:5]:
+        fmt = next((i["format"] for i in report.inputs if i["name"] == name), "?")
+        say(f"looptrap analyze: warning: {name}: no tool calls found (read as {fmt}; name the format with --format)")
+    if len(empty) > 5:
+        say(f"looptrap analyze: warning: {len(empty) - 5:,} more input(s) gave no tool calls")
+    if not report.sessions and (report.skipped or empty or not report.inputs):
         say("looptrap analyze: nothing to analyse")
         return 2
     out = sys.stdout
@@ -191,4 +197,4 @@ def _analyze_and_write(
         return EXIT_LOOP
     if args.fail_on == "halt" and any(a.loop and a.loop.get("halted_call") for a in report.sessions):
         return EXIT_LOOP
-    return 0
+    return 2 if empty else 0  # an input that gave nothing is not silently a clean bill of health

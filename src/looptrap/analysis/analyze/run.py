@@ -61,6 +61,7 @@ class Source:
     name: str
     fmt: str
     copied: bool = False
+    calls: bool = True  # whether it holds a tool call at all
 
 
 @dataclass(slots=True)
@@ -80,6 +81,8 @@ class Report:
         """The sessions in which the guard would have intervened."""
         return [a for a in self.sessions if a.loop]
 
+    empty: list[str] = field(default_factory=list)  # inputs with no tool call: read in the wrong format?
+
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document."""
         return {
@@ -89,6 +92,7 @@ class Report:
             "skipped": self.skipped,
             "errors": self.errors,
             "warnings": self.warnings,
+            "empty_inputs": self.empty,
             "fleet": self.fleet,
             "sessions": [a.to_dict() for a in self.sessions],
         }
@@ -176,18 +180,31 @@ def prepare_sources(paths: list[str], opts: AnalyzeOptions, problems: Problems, 
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}")
         if fmt == "trace" and path == name and _plain(path):
-            sources.append(Source(path, name, fmt))
+            sources.append(Source(path, name, fmt, calls=_names_a_call(path)))
             continue
         copy = os.path.join(workdir, f"input-{i}.jsonl")
+        calls = False
         with open(copy, "wb", buffering=1 << 20) as out:
             if fmt == "trace":
                 _copy_trace(path, name, out, problems)
             else:
                 for n, rec in enumerate(read_records(path, fmt, name, problems, options), 1):
                     rec["_n"] = n
+                    calls = calls or rec.get("type") == "tool_call"
                     out.write(orjson.dumps(rec, default=_default, option=_DUMP) + b"\n")
-        sources.append(Source(copy, name, fmt, copied=True))
+        sources.append(Source(copy, name, fmt, copied=True, calls=calls or (fmt == "trace" and _names_a_call(copy))))
     return sources
+
+
+def _names_a_call(path: str) -> bool:
+    """Whether a trace file has a ``tool_call`` event at all (a byte search: it stops at the first)."""
+    tail = b""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            if b"tool_call" in tail + chunk[:16] or b"tool_call" in chunk:
+                return True
+            tail = chunk[-16:]
+    return False
 
 
 def _copy_trace(path: str, name: str, out: IO[bytes], problems: Problems) -> None:
@@ -325,6 +342,7 @@ def _analyze_sources(
 
     files = [s.path for s in sources]
     inputs = [{"name": s.name, "format": s.fmt} for s in sources]
+    empty = [s.name for s in sources if not s.calls]
     warnings: list[str] = []
     if not files:
         return Report(
@@ -335,6 +353,7 @@ def _analyze_sources(
             [str(e) for e in problems.first],
             warnings,
             opts.detectors,
+            empty,
         )
     phase("computing the statistics (DuckDB)")
     imported = [s.path for s in sources if s.copied and s.fmt != "trace"]  # their records carry _n
@@ -342,7 +361,9 @@ def _analyze_sources(
     try:
         top = stats.top_signatures(opts.top)
         if not opts.detectors:
-            return _statistics_only(stats, sources, opts, problems, top, inputs, warnings)
+            report = _statistics_only(stats, sources, opts, problems, top, inputs, warnings)
+            report.empty = empty
+            return report
         counts = stats.counts()
     finally:
         stats.close()
@@ -375,7 +396,7 @@ def _analyze_sources(
     sessions.sort(key=lambda a: (order.get(a.source, 0), a.first_line, a.session))
     warnings += list(said)
     fleet = build_fleet(sessions, tool_results=tool_results, top_signatures=top, events=events)
-    return Report(sessions, fleet, inputs, problems.count, [str(e) for e in problems.first], warnings, True)
+    return Report(sessions, fleet, inputs, problems.count, [str(e) for e in problems.first], warnings, True, empty)
 
 
 def _statistics_only(

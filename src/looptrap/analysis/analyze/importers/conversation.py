@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+import orjson
+import xxhash
+
 from looptrap.analysis.analyze.importers.common import (
     ImportOptions,
     Problems,
@@ -37,17 +40,23 @@ _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell
 class Builder:
     """Builds the trace events of one conversation: calls, results, text, the user's words, turn ends."""
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, *, dedup: bool = True) -> None:
         self.session = session
         self.turns = 0  # model turns opened so far (a turn's calls share a message id)
         self.message: str | None = None  # the id the source gave the open turn's message, if any
         self.turn_open = False
         self.fed = False  # a result or the user's words since the last model output
         self.usage: dict[str, float] = {}
-        self.names: dict[str, str] = {}  # call id -> tool
-        self.seen_calls: set[str] = set()
-        self.seen_results: set[str] = set()
+        self.names: dict[str, str] = {}  # emitted call id -> tool
+        # ``dedup``: a call or result whose id was read already is a copy (a log that writes the history
+        # again); without it, an id used again is another call (models that reuse call ids), paired with its
+        # result by position: the oldest open call with that id.
+        self.dedup = dedup
+        self.uses: dict[str, int] = {}  # source call id -> calls read with it
+        self.open: dict[str, list[str]] = {}  # source call id -> emitted ids awaiting their result
+        self.answered: set[str] = set()  # source call ids whose result was read
         self.done = 0  # messages read so far (request logs repeat the history)
+        self.last = 0  # a digest of the last message read (is a new request's history an extension?)
         self.anonymous = 0
         self.anon_open: list[tuple[str, str]] = []  # calls without an id, awaiting their result
 
@@ -109,9 +118,12 @@ class Builder:
             out.append(rec)
         for call_id, tool, args in calls:
             if call_id is not None:
-                if call_id in self.seen_calls:
+                used = self.uses.get(call_id, 0)
+                if used and self.dedup:
                     continue
-                self.seen_calls.add(call_id)
+                self.uses[call_id] = used + 1
+                source, call_id = call_id, call_id if not used else f"{call_id}#{used + 1}"
+                self.open.setdefault(source, []).append(call_id)
                 self.names[call_id] = tool
             else:
                 self.anonymous += 1
@@ -142,9 +154,15 @@ class Builder:
         """A tool's result, paired with its call by id (without one: the latest open call of ``tool``, else
         the oldest open call without an id); ``outcome`` when the source says the call did not run."""
         if call_id is not None:
-            if call_id in self.seen_results:
-                return []
-            self.seen_results.add(call_id)
+            source = call_id
+            waiting = self.open.get(source)
+            if waiting:  # the oldest call with this id that has no result yet
+                call_id = waiting.pop(0)
+                if not waiting:
+                    del self.open[source]
+            elif source in self.answered:
+                return []  # no call with this id is waiting: a copy of a result already read
+            self.answered.add(source)
             name = self.names.get(call_id) or tool
         else:
             pick = None
@@ -304,21 +322,64 @@ def _feed_snapshot(b: Builder, obj: Any, seq: int | None, ts: float | None) -> l
     out: list[Record] = []
     msgs = _messages(obj)
     if msgs is not None:
-        start = b.done if len(msgs) >= b.done else 0
+        if not b.done:  # the first history: every message once, ids as they come
+            start, b.dedup = 0, False
+        elif len(msgs) >= b.done and _digest(msgs[b.done - 1]) == b.last:
+            start, b.dedup = b.done, False  # the history read so far, extended: read what is new
+        else:  # a rewritten history (trimmed, summarised): calls and results already read are skipped by id
+            start, b.dedup = (b.done if len(msgs) >= b.done else 0), True
         for i, m in enumerate(msgs):
-            if i < start and not _has_id(m):
+            if i < start and (not b.dedup or not _has_id(m)):
                 continue
             out += feed_message(b, m, seq, ts)
         b.done = len(msgs)
+        b.last = _digest(msgs[-1]) if msgs else 0
     if isinstance(obj, dict):
         response = obj.get("response")
         body = response if isinstance(response, dict) else obj
-        for m in _outputs(body):
-            out += feed_message(b, m, seq, ts)
+        out += _feed_outputs(b, _outputs(body), seq, ts)
         b.add_usage(body.get("usage"))
         if msgs is None and "role" in obj:
             out += feed_message(b, obj, seq, ts)
     return out
+
+
+def _feed_outputs(b: Builder, outputs: list[Any], seq: int | None, ts: float | None) -> list[Record]:
+    """A response's output: read, and counted as history read (the next request's history repeats it)."""
+    out: list[Record] = []
+    for m in outputs:
+        out += feed_message(b, m, seq, ts)
+    if outputs:
+        b.done += len(outputs)
+        b.last = _digest(outputs[-1])
+    return out
+
+
+def _digest(message: Any) -> int:
+    try:
+        return xxhash.xxh3_64_intdigest(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        return 0
+
+
+def _runs(doc: Any) -> list[dict[str, Any]] | None:
+    """A JSON array of runs, each holding its conversation (``traj`` in tau-bench's results, or
+    ``messages``), or ``None`` when the document is something else."""
+    if not isinstance(doc, list) or not doc:
+        return None
+    for run in doc:
+        if not isinstance(run, dict) or "role" in run or not isinstance(run.get("traj", run.get("messages")), list):
+            return None
+    return doc
+
+
+def _run_name(run: dict[str, Any], i: int) -> str:
+    """A run's session name: its task and trial where it says them, else its position."""
+    task = run.get("task_id", run.get("id"))
+    if isinstance(task, (str, int)) and not isinstance(task, bool):
+        trial = run.get("trial")
+        return f"task-{task}" + (f"-trial-{trial}" if isinstance(trial, int) and not isinstance(trial, bool) else "")
+    return f"run-{i + 1}"
 
 
 def _has_id(m: Any) -> bool:
@@ -341,6 +402,13 @@ def read_conversation(stream: IO[bytes], name: str, problems: Problems, options:
     if not lines:
         doc = json_document(stream, name, problems)
         if doc is None:
+            return
+        runs = _runs(doc)
+        if runs is not None:  # a benchmark's results: one conversation per run (tau-bench)
+            for i, run in enumerate(runs):
+                b = Builder(f"{default}/{_run_name(run, i)}")
+                yield from _feed_snapshot(b, run.get("traj", run.get("messages")), None, None)
+                yield from b.close()
             return
         session = (session_of(doc) if isinstance(doc, dict) else None) or default
         b = Builder(session)
@@ -368,8 +436,7 @@ def read_conversation(stream: IO[bytes], name: str, problems: Problems, options:
         )
         got = _feed_snapshot(b, where, n, ts)
         if isinstance(line, dict) and where is not line and isinstance(line.get("response"), dict):
-            for m in _outputs(line["response"]):
-                got += feed_message(b, m, n, ts)
+            got += _feed_outputs(b, _outputs(line["response"]), n, ts)
             b.add_usage(line["response"].get("usage"))
         if (
             not got
