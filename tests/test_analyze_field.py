@@ -107,3 +107,74 @@ def test_an_input_that_gives_nothing_is_a_warning_and_exit_2(tmp_path: Path) -> 
     assert proc.returncode == 2, proc.stderr
     assert f"{empty}: no tool calls found" in proc.stderr
     assert json.loads(proc.stdout)["empty_inputs"] == [str(empty)]
+
+
+def _swe_traj(actions: list[str]) -> dict[str, Any]:
+    steps = [{"action": a, "observation": f"ran {a}", "thought": "next"} for a in actions]
+    return {"trajectory": steps, "info": {"model_stats": {"instance_cost": 0.1}}}
+
+
+def test_the_same_task_in_two_run_folders_is_two_sessions(tmp_path: Path) -> None:
+    """SWE-agent writes <run>/<instance>/<instance>.traj: the same instance in two runs is two sessions."""
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    for run, actions in (("run-a", ["ls", "cat x.py"]), ("run-b", ["ls", "pytest", "cat y.py"])):
+        folder = tmp_path / run / "django__django-11099"
+        folder.mkdir(parents=True)
+        (folder / "django__django-11099.traj").write_text(json.dumps(_swe_traj(actions)))
+    report = analyze([str(tmp_path)], AnalyzeOptions())
+    got = {a.session: a.tool_calls for a in report.sessions}
+    assert got == {
+        "run-a/django__django-11099/django__django-11099": 2,
+        "run-b/django__django-11099/django__django-11099": 3,
+    }
+
+
+def _codex_rollout(path: Path, calls: int) -> None:
+    lines: list[dict[str, Any]] = [
+        {"timestamp": "2025-09-02T14:05:00Z", "type": "session_meta", "payload": {"id": "s-474"}}
+    ]
+    for i in range(calls):
+        args = json.dumps({"command": ["bash", "-lc", f"sed -n {i},{i + 9}p app.py"]})
+        lines.append(
+            {
+                "type": "response_item",
+                "payload": {"type": "function_call", "name": "shell", "arguments": args, "call_id": f"call_{i}"},
+            }
+        )
+        lines.append(
+            {
+                "type": "response_item",
+                "payload": {"type": "function_call_output", "call_id": f"call_{i}", "output": f"line {i}"},
+            }
+        )
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_one_session_in_files_that_copy_one_another_is_counted_once(tmp_path: Path) -> None:
+    """Snapshots of one session at each checkpoint: the longest copy is read, the others are not summed."""
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    for n in (10, 25, 40):
+        _codex_rollout(tmp_path / f"rollout-checkpoint-{n}.jsonl", n)
+    report = analyze([str(tmp_path)], AnalyzeOptions())
+    assert [(a.session, a.tool_calls) for a in report.sessions] == [("s-474", 40)]
+    assert any("longest copy" in w and "40 calls" in w for w in report.warnings)
+
+
+def test_parts_of_one_session_with_no_call_in_common_are_read_together(tmp_path: Path) -> None:
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    for day, first in (("1", 0), ("2", 100)):
+        lines = [{"timestamp": "2025-09-02T14:05:00Z", "type": "session_meta", "payload": {"id": "s-9"}}]
+        for i in range(first, first + 5):
+            args = json.dumps({"command": ["ls", str(i)]})
+            lines.append(
+                {
+                    "type": "response_item",
+                    "payload": {"type": "function_call", "name": "shell", "arguments": args, "call_id": f"c{i}"},
+                }
+            )
+        (tmp_path / f"rollout-day{day}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    report = analyze([str(tmp_path)], AnalyzeOptions())
+    assert [(a.session, a.tool_calls) for a in report.sessions] == [("s-9", 10)]

@@ -14,7 +14,7 @@ import pytest
 from conftest import need
 from looptrap.analysis.analyze import AnalyzeOptions, ImportOptions, Problems, analyze, detect_format, read_records
 from looptrap.analysis.analyze.importers import parse_columns
-from looptrap.analysis.analyze.run import _head
+from looptrap.analysis.analyze.sources import head as _head
 
 DATA = Path(__file__).resolve().parent / "data" / "analyze"
 CLAUDE = DATA / "claude-code" / "-home-dev-shop" / "3f9b2c1e-7a4d-4e8b-9c21-5d6e7f8a9b0c.jsonl"

@@ -20,8 +20,9 @@ from typing import Any
 import orjson
 
 from looptrap.analysis.analyze.fleet import build_fleet
-from looptrap.analysis.analyze.run import Report, expand_inputs
+from looptrap.analysis.analyze.run import Report
 from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
+from looptrap.analysis.analyze.sources import expand_inputs
 from looptrap.analysis.trace import Event, TraceError, event_from
 from looptrap.engine.config import GuardConfig
 

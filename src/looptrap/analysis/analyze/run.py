@@ -3,30 +3,23 @@ DuckDB, run the detectors on every core (sessions split by the hash of their id)
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
-import stat
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from looptrap.analysis.analyze.fleet import build_fleet
-from looptrap.analysis.analyze.importers import FORMATS, ImportOptions, Problems, detect_format, read_records
+from looptrap.analysis.analyze.importers import Problems
 from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
+from looptrap.analysis.analyze.sources import Source, drop_copies, expand_inputs, prepare_sources
 from looptrap.analysis.deal import Batch, deal, dealt_events, shard_of
-from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace, read_errors
+from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
 from looptrap.engine.config import GuardConfig
 
-__all__ = ["AnalyzeOptions", "Report", "Source", "analyze", "expand_inputs", "prepare_sources"]
+__all__ = ["AnalyzeOptions", "Report", "analyze"]
 
-_EXTENSIONS = (".jsonl", ".json", ".ndjson", ".traj", ".csv", ".tsv", ".parquet", ".gz", ".zst", ".zstd", ".log")
 _PARALLEL_BYTES = 32 << 20
 Progress = Callable[[Iterable[bytes], IO[bytes]], Iterable[bytes]]
 
@@ -50,18 +43,6 @@ class AnalyzeOptions:
     top: int = 20
     progress: Progress | None = None
     phase: Callable[[str | None], None] | None = None
-
-
-@dataclass(slots=True)
-class Source:
-    """One input as the analysis reads it: ``path`` (the file, or its plain trace-format copy when it had to
-    be imported, decompressed or read from stdin), ``name`` (as messages show it) and its format."""
-
-    path: str
-    name: str
-    fmt: str
-    copied: bool = False
-    calls: bool = True  # whether it holds a tool call at all
 
 
 @dataclass(slots=True)
@@ -96,128 +77,6 @@ class Report:
             "fleet": self.fleet,
             "sessions": [a.to_dict() for a in self.sessions],
         }
-
-
-def expand_inputs(specs: list[str]) -> list[str]:
-    """Files, directories (every log file under them), globs and ``-`` (stdin) as a list of paths, each
-    directory's and glob's in sorted order. Raises ``FileNotFoundError`` for an input that matches nothing."""
-    out: list[str] = []
-    for spec in specs:
-        if spec == "-":
-            out.append(spec)
-        elif os.path.isdir(spec):
-            found = sorted(
-                str(p)
-                for p in Path(spec).rglob("*")
-                if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(_EXTENSIONS)
-            )
-            if not found:
-                raise FileNotFoundError(f"{spec}: a directory with no log files in it")
-            out += found
-        elif os.path.exists(spec):
-            out.append(spec)
-        elif glob.has_magic(spec):
-            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
-            if not found:
-                raise FileNotFoundError(f"{spec}: no file matches")
-            out += found
-        else:
-            raise FileNotFoundError(f"{spec}: no such file or directory")
-    return out
-
-
-def _head(path: str) -> bytes:
-    """The first (decompressed) bytes of a file, as many as can be read up to 64 KiB."""
-    got = b""
-    with open_trace(path) as (stream, _):
-        try:
-            while len(got) < 1 << 16 and (chunk := stream.read(4096)):
-                got += chunk
-        except read_errors():
-            pass
-    return got
-
-
-def _plain(path: str) -> bool:
-    with open(path, "rb") as f:
-        magic = f.read(4)
-    return magic[:2] != b"\x1f\x8b" and magic != b"\x28\xb5\x2f\xfd" and stat.S_ISREG(os.stat(path).st_mode)
-
-
-_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-
-
-def _default(v: Any) -> Any:
-    return str(v)
-
-
-def prepare_sources(paths: list[str], opts: AnalyzeOptions, problems: Problems, workdir: str) -> list[Source]:
-    """Each input as a plain trace-format file: a plain trace as it is; anything else imported (or
-    decompressed, or read from stdin) into a copy under ``workdir``. Unreadable inputs are noted."""
-    sources: list[Source] = []
-    options = ImportOptions(dict(opts.columns))
-    for i, path in enumerate(paths):
-        name = "<stdin>" if path == "-" else path
-        if path == "-":
-            if sys.stdin is None:
-                problems.add("<stdin>:1", "stdin is closed")
-                continue
-            copy = os.path.join(workdir, f"stdin-{i}")
-            with open(copy, "wb") as out:
-                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-            path = copy
-        try:
-            fmt = opts.fmt if opts.fmt != "auto" else detect_format(name, _head(path))
-        except TraceError as exc:  # zstd without the zstandard package
-            problems.error(exc)
-            continue
-        except OSError as exc:
-            problems.add(f"{name}:1", f"cannot read: {exc.strerror or exc}")
-            continue
-        if fmt is None:
-            problems.add(f"{name}:1", "cannot tell the format of this file (name it with --format)")
-            continue
-        if fmt not in FORMATS:
-            raise ValueError(f"unknown format {fmt!r}")
-        if fmt == "trace" and path == name and _plain(path):
-            sources.append(Source(path, name, fmt, calls=_names_a_call(path)))
-            continue
-        copy = os.path.join(workdir, f"input-{i}.jsonl")
-        calls = False
-        with open(copy, "wb", buffering=1 << 20) as out:
-            if fmt == "trace":
-                _copy_trace(path, name, out, problems)
-            else:
-                for n, rec in enumerate(read_records(path, fmt, name, problems, options), 1):
-                    rec["_n"] = n
-                    calls = calls or rec.get("type") == "tool_call"
-                    out.write(orjson.dumps(rec, default=_default, option=_DUMP) + b"\n")
-        sources.append(Source(copy, name, fmt, copied=True, calls=calls or (fmt == "trace" and _names_a_call(copy))))
-    return sources
-
-
-def _names_a_call(path: str) -> bool:
-    """Whether a trace file has a ``tool_call`` event at all (a byte search: it stops at the first)."""
-    tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            if b"tool_call" in tail + chunk[:16] or b"tool_call" in chunk:
-                return True
-            tail = chunk[-16:]
-    return False
-
-
-def _copy_trace(path: str, name: str, out: IO[bytes], problems: Problems) -> None:
-    """A compressed trace or stdin, decompressed line for line (line numbers stay the same)."""
-    n = 0
-    try:
-        with open_trace(path) as (stream, _):
-            for n, line in enumerate(stream, 1):  # noqa: B007 - n is read after the loop
-                out.write(line if line.endswith(b"\n") else line + b"\n")
-    except TraceError as exc:
-        problems.error(exc)
-    except read_errors() as exc:
-        problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
 
 
 # -- the detector pass ----------------------------------------------------------------------------------
@@ -325,8 +184,9 @@ def analyze(inputs: list[str], opts: AnalyzeOptions | None = None) -> Report:
     try:
         with tempfile.TemporaryDirectory(prefix="looptrap-analyze-") as workdir:
             phase("reading the inputs")
-            sources = prepare_sources(paths, opts, problems, workdir)
-            return _analyze_sources(sources, opts, problems, phase, workdir)
+            sources = prepare_sources(paths, opts.fmt, opts.columns, problems, workdir)
+            copies = drop_copies(sources)
+            return _analyze_sources(sources, opts, problems, phase, workdir, copies)
     finally:
         phase(None)
 
@@ -337,13 +197,14 @@ def _analyze_sources(
     problems: Problems,
     phase: Callable[[str | None], None],
     workdir: str | None = None,
+    warnings: list[str] | None = None,
 ) -> Report:
     from looptrap.analysis.analyze.sql import Statistics
 
     files = [s.path for s in sources]
     inputs = [{"name": s.name, "format": s.fmt} for s in sources]
     empty = [s.name for s in sources if not s.calls]
-    warnings: list[str] = []
+    warnings = list(warnings or ())
     if not files:
         return Report(
             [],

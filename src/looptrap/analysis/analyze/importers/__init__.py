@@ -27,6 +27,7 @@ __all__ = [
     "Importer",
     "Problems",
     "Record",
+    "default_sessions",
     "detect_format",
     "parse_columns",
     "read_parquet",
@@ -165,6 +166,34 @@ def _detect_object(obj: dict[str, object]) -> str | None:
     return "jsonl-calls"
 
 
+_SUFFIXES = (".gz", ".zst", ".zstd", ".json", ".jsonl", ".ndjson", ".traj", ".csv", ".tsv", ".log")
+
+
+def default_sessions(names: list[str]) -> list[str]:
+    """The session of records that name none, for each input: the file's name without its extensions, with
+    as many of its folders before it as make it unique among the inputs (SWE-agent writes
+    ``<run>/<instance>/<instance>.traj``: the same instance in two runs is two sessions, ``run1/x/x``)."""
+    parts = [PurePath(n).parts or (n,) for n in names]
+
+    def stem(p: tuple[str, ...], depth: int) -> str:
+        last = p[-1]
+        for suffix in _SUFFIXES:
+            last = last.removesuffix(suffix)
+        return "/".join([*p[max(0, len(p) - depth) : -1], last or p[-1]])
+
+    depth = [1] * len(names)
+    while True:
+        got = [stem(p, d) for p, d in zip(parts, depth, strict=True)]
+        seen: dict[str, list[int]] = {}
+        for i, g in enumerate(got):
+            seen.setdefault(g, []).append(i)
+        clash = [i for ix in seen.values() if len(ix) > 1 for i in ix if depth[i] < len(parts[i])]
+        if not clash:
+            return got
+        for i in clash:
+            depth[i] += 1
+
+
 def read_records(path: str, fmt: str, name: str, problems: Problems, options: ImportOptions) -> Iterator[Record]:
     """The trace events of one file (gzip and zstd read as such) in format ``fmt`` (any but ``trace``)."""
     if fmt == "parquet":
@@ -175,10 +204,7 @@ def read_records(path: str, fmt: str, name: str, problems: Problems, options: Im
         raise ValueError(f"no importer for format {fmt!r}")
     opts = options
     if opts.session is None:
-        stem = PurePath(name).name
-        for suffix in (".gz", ".zst", ".zstd", ".json", ".jsonl", ".ndjson", ".traj", ".csv", ".tsv", ".log"):
-            stem = stem.removesuffix(suffix)
-        opts = ImportOptions(options.columns, stem or name)
+        opts = ImportOptions(options.columns, default_sessions([name])[0])
     with open_trace(path) as (stream, _):
         yield from importer(stream, name, problems, opts)
 
