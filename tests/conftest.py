@@ -39,6 +39,15 @@ def need(what: str, available: bool, extra: str | None = None) -> None:
         pytest.skip(f"{what} is not installed", allow_module_level=True)
 
 
+def token_price(model: str, given: int, read: int, write: int, out: int) -> float:
+    """What the maintained price table says a model turn costs (its prices move: tests check which tokens are
+    priced how, not the prices)."""
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(input_tokens=given, cache_read_tokens=read, cache_write_tokens=write, output_tokens=out)
+    return float(calc_price(usage, model).total_price)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

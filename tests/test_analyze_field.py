@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import need
+from conftest import token_price as price
 from looptrap.analysis.analyze import ImportOptions, Problems, read_records
 
 need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
@@ -178,3 +179,61 @@ def test_parts_of_one_session_with_no_call_in_common_are_read_together(tmp_path:
         (tmp_path / f"rollout-day{day}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     report = analyze([str(tmp_path)], AnalyzeOptions())
     assert [(a.session, a.tool_calls) for a in report.sessions] == [("s-9", 10)]
+
+
+def test_mini_swe_agent_1_1_keeps_its_cost_in_info(tmp_path: Path) -> None:
+    """mini-swe-agent 1.1 records the run's cost in info.model_stats only, not per message."""
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "x"}, {"role": "user", "content": "fix it"}]
+    for i in range(4):
+        cmd = f"sed -n {i}p a.py"
+        msgs.append(
+            {"role": "assistant", "content": f"THOUGHT\n```bash\n{cmd}\n```", "extra": {"actions": [{"command": cmd}]}}
+        )
+        msgs.append({"role": "user", "content": f"<returncode>0</returncode><output>line {i}</output>"})
+    doc = {
+        "info": {"model_stats": {"instance_cost": 6.56, "api_calls": 4}},
+        "messages": msgs,
+        "trajectory_format": "mini-swe-agent-1.1",
+    }
+    path = tmp_path / "astropy__astropy-1.traj.json"
+    path.write_text(json.dumps(doc))
+    (a,) = analyze([str(path)], AnalyzeOptions()).sessions
+    assert (a.tool_calls, round(a.cost_usd, 6), a.cost_estimated) == (4, 6.56, False)
+
+
+def test_claude_code_counts_cache_tokens_and_estimates_a_cost(tmp_path: Path) -> None:
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    sid = "5e0f3c1a-2b4d-4c6e-8f0a-1b2c3d4e5f60"
+    usage = {
+        "input_tokens": 3,
+        "cache_read_input_tokens": 20000,
+        "cache_creation_input_tokens": 1000,
+        "output_tokens": 200,
+    }
+    lines = [{"type": "user", "sessionId": sid, "uuid": "u0", "message": {"role": "user", "content": "go"}}]
+    for i in range(3):
+        use = {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"/a/{i}.go"}}
+        msg = {
+            "id": f"m{i}",
+            "role": "assistant",
+            "model": "claude-opus-4-5-20251101",
+            "usage": usage,
+            "content": [use],
+        }
+        lines.append({"type": "assistant", "sessionId": sid, "uuid": f"a{i}", "message": msg})
+        res = {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"package p{i}"}
+        lines.append({"type": "user", "sessionId": sid, "uuid": f"r{i}", "message": {"role": "user", "content": [res]}})
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    for detectors in (True, False):
+        (a,) = analyze([str(path)], AnalyzeOptions(detectors=detectors)).sessions
+        assert a.tokens == 3 * (3 + 20000 + 1000 + 200)
+        # priced by the maintained table (its prices move; at the time of writing claude-opus-4-5 cost $5/M input,
+        # $0.50/M cache reads, $6.25/M cache writes, $25/M output): the cache tokens are priced as such
+        per_turn = price("claude-opus-4-5-20251101", 21003, 20000, 1000, 200)
+        assert round(a.cost_usd, 6) == round(3 * per_turn, 6)
+        assert per_turn < price("claude-opus-4-5-20251101", 21003, 0, 0, 200)
+        assert a.cost_estimated is True

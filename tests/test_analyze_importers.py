@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import need
+from conftest import token_price as price
 from looptrap.analysis.analyze import AnalyzeOptions, ImportOptions, Problems, analyze, detect_format, read_records
 from looptrap.analysis.analyze.importers import parse_columns
 from looptrap.analysis.analyze.sources import head as _head
@@ -87,7 +88,15 @@ def test_claude_code() -> None:
     assert results[1]["output"].startswith("     1\texport function total")  # a list of text blocks
     turns = [e for e in main if e["type"] == "turn_end"]
     assert len(turns) == 7  # one per assistant message id
-    assert turns[0]["usage"] == {"input_tokens": 4210, "output_tokens": 88}  # counted once for the two lines
+    # counted once for the two lines; cache reads are input too; no cost in the log: priced from the tokens
+    # (claude-sonnet-4: 4,210 x $3/M + 12,000 cached x $0.30/M + 88 x $15/M), marked as an estimate
+    assert turns[0]["usage"] == {
+        "input_tokens": 16210,
+        "cache_read_tokens": 12000,
+        "output_tokens": 88,
+        "cost_usd": round(price("claude-sonnet-4-20250514", 16210, 12000, 0, 88), 8),  # 0.01755 when written
+        "cost_estimated": True,
+    }
     side = [e for e in evs if e["session"].endswith("~sidechain")]
     assert [e["tool"] for e in side if e["type"] == "tool_call"] == ["Glob"]
     assert all(isinstance(e.get("ts"), float) for e in calls + results)
@@ -105,7 +114,15 @@ def test_codex() -> None:
     assert result["is_error"] is True  # metadata.exit_code 1
     assert result["output"]["output"].startswith("ERROR [alembic")
     usage = [e["usage"] for e in evs if e["type"] == "turn_end" and e.get("usage")]
-    assert usage[0] == {"input_tokens": 9000, "output_tokens": 120}  # the last request's, not the running total
+    # the last request's, not the running total; gpt-5-codex priced as gpt-5: 2,000 x $1.25/M + 7,000 cached x
+    # $0.125/M + 120 x $10/M
+    assert usage[0] == {
+        "input_tokens": 9000,
+        "cache_read_tokens": 7000,
+        "output_tokens": 120,
+        "cost_usd": round(price("gpt-5-codex", 9000, 7000, 0, 120), 8),  # 0.004575 when written
+        "cost_estimated": True,
+    }
     assert evs[-2]["type"] == "text"
 
 

@@ -30,6 +30,7 @@ CSV_COLUMNS = (
     "tool_retries",
     "tokens",
     "cost_usd",
+    "cost_estimated",
     "loop_kind",
     "loop_tool",
     "onset_call",

@@ -108,6 +108,7 @@ def build_fleet(
         "events": events,
         "tool_calls": total_calls,
         "cost_usd": round(sum(a.cost_usd for a in sessions), 6),
+        "cost_estimated": any(a.cost_estimated for a in sessions),
         "tokens": sum(a.tokens for a in sessions),
         "calls_per_session": {
             "median": _quantile(calls, 0.5),

@@ -232,7 +232,11 @@ def render_html(report: Report, title: str = "looptrap analyze") -> str:
         ("sessions with a loop", f"{lp.get('sessions', 0):,}" if report.detectors else "-", bool(lp.get("sessions"))),
         ("calls after a loop's onset", f"{lp.get('calls_after_onset', 0):,}" if report.detectors else "-", False),
         ("the guard would have saved", f"{lp.get('calls_saved', 0):,} calls" if report.detectors else "-", False),
-        ("cost after onsets", _money(lp.get("cost_after_onset", 0.0)) if report.detectors else "-", False),
+        (
+            "cost after onsets" + (" (in part estimated)" if f.get("cost_estimated") else ""),
+            _money(lp.get("cost_after_onset", 0.0)) if report.detectors else "-",
+            False,
+        ),
         ("outlier sessions", f"{cps['outliers']:,}", bool(cps["outliers"])),
         ("median calls", f"{cps['median']:,.0f}", False),
     ]
@@ -349,7 +353,7 @@ def render_html(report: Report, title: str = "looptrap analyze") -> str:
             f'<td data-v="{_e(lp_.get("kind") or "")}">{_e(lp_.get("kind") or "-")}</td>'
             f'<td class="n" data-v="{lp_.get("onset_call") or 0}">{lp_.get("onset_call") or "-"}</td>'
             f'<td class="n" data-v="{lp_.get("calls_after_onset") or 0}">{lp_.get("calls_after_onset", 0):,}</td>'
-            f'<td class="n" data-v="{cost_after}">{_money(cost_after)}</td>'
+            f'<td class="n" data-v="{cost_after}">{_money(cost_after)}{" (est.)" if a.cost_estimated else ""}</td>'
             f'<td class="n" data-v="{iv.get("median_s", -1)}">{_e(interval)}</td>'
             f"<td>{'<details><summary>more</summary>' + '<br>'.join(detail) + '</details>' if detail else ''}</td></tr>"
         )

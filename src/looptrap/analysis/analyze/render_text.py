@@ -27,6 +27,9 @@ def _money(v: float | None) -> str:
     return "-" if v is None else f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
 
 
+_ESTIMATED = " (in part estimated from tokens)"
+
+
 def render_text(report: Report, out: IO[str], *, color: bool | None = None, width: int | None = None) -> None:
     """Write the summary to ``out`` (colours when ``out`` is a terminal, unless ``color`` says otherwise)."""
     from rich.console import Console
@@ -72,7 +75,8 @@ def render_text(report: Report, out: IO[str], *, color: bool | None = None, widt
             f"calls per session: median {cps['median']:,.0f}, p90 {cps['p90']:,.0f}, max {cps['max']:,}; "
             f"{cps['outliers']} outlier(s)"
             + (f" (above {cps['outlier_above']:,.0f} calls)" if cps["outlier_above"] is not None else "")
-            + f"; total cost {_money(f['cost_usd'])}, {f['tokens']:,} token(s)"
+            + f"; total cost {_money(f['cost_usd'])}{_ESTIMATED if f.get('cost_estimated') else ''}, "
+            f"{f['tokens']:,} token(s)"
         )
     )
     if f["bursts"]["count"] or f["machine_band_sessions"]:

@@ -310,7 +310,7 @@ def _from_sql(row: dict[str, Any]) -> SessionAnalysis:
     a.new_in_second_half = row["new_in_second_half"]
     a.intervals = row["intervals"]
     a.bursts, a.burst_calls = row["bursts"], row["burst_calls"]
-    a.tokens, a.cost_usd = row["tokens"], row["cost_usd"]
+    a.tokens, a.cost_usd, a.cost_estimated = row["tokens"], row["cost_usd"], row["cost_estimated"]
     a.attempts, a.attempt_calls = row["attempts"], row["attempt_calls"]
     a.first_line = row["first_line"]
     return a

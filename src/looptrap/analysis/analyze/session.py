@@ -102,6 +102,7 @@ class SessionAnalysis:
     attempt_calls: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+    cost_estimated: bool = False  # some of the cost was priced from tokens: the log recorded none
     loop: dict[str, Any] | None = None
     shapes: list[str] = field(default_factory=list)
     needed: list[str] = field(default_factory=list)
@@ -149,6 +150,7 @@ class SessionAnalysis:
             "tool_attempts": self.tool_attempts,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 6),
+            "cost_estimated": self.cost_estimated,
             "loop": self.loop,
             "shapes": self.shapes,
             "needed": self.needed,
@@ -182,6 +184,7 @@ class _Stats:
         "cost",
         "costs",
         "distinct",
+        "estimated",
         "extra",
         "first_repeat",
         "in_burst",
@@ -228,6 +231,7 @@ class _Stats:
         self.last_output: Any = None
         self.tokens = 0
         self.cost = 0.0
+        self.estimated = False
         self.costs: deque[tuple[int, float]] = deque(maxlen=_COSTS)
         self.needed: list[str] = []
         self.tools: dict[str, int] = {}
@@ -450,6 +454,8 @@ class SessionAnalyzer(Replayer):
         st.tokens += tokens
         if cost is not None:
             st.cost += cost
+            if type(usage) is dict and usage.get("cost_estimated") is True:
+                st.estimated = True
 
     # -- results ------------------------------------------------------------------------------------
     def finish(self, session: str) -> SessionAnalysis | None:
@@ -471,7 +477,7 @@ class SessionAnalyzer(Replayer):
         a.new_in_second_half = sum(1 for first, _ in st.distinct.values() if first > half)
         a.bursts, a.burst_calls = st.bursts, st.burst_calls
         a.attempts, a.attempt_calls = st.attempts, st.attempt_calls
-        a.tokens, a.cost_usd = st.tokens, st.cost
+        a.tokens, a.cost_usd, a.cost_estimated = st.tokens, st.cost, st.estimated
         a.needed = st.needed
         a.tools = st.tools
         a.timeline = {"width": st.tl_width, "calls": list(st.tl_calls), "stale": list(st.tl_stale)}

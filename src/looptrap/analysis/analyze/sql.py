@@ -35,7 +35,7 @@ _EMPTY = (
 )
 _USAGE = (
     "STRUCT(input_tokens DOUBLE, output_tokens DOUBLE, total_tokens DOUBLE, prompt_tokens DOUBLE, "
-    "completion_tokens DOUBLE, cost_usd DOUBLE, cost DOUBLE)"
+    "completion_tokens DOUBLE, cost_usd DOUBLE, cost DOUBLE, cost_estimated BOOLEAN)"
 )
 _FIELDS = (
     "'session': 'VARCHAR', 'type': 'VARCHAR', 'tool': 'VARCHAR', 'args': 'JSON', 'output': 'VARCHAR', "
@@ -80,14 +80,15 @@ _COST = f"coalesce({_nonneg('usage.cost_usd')}, {_nonneg('usage.cost')})"
 _GROUPS = f"""
 CREATE TEMP TABLE g AS
 SELECT s, t, tool, a, bad, err, empty, count(*) AS events, min(n) AS first_n,
-       sum(tokens) AS tokens, sum(cost) AS cost, sum(att) AS attempts, count(att) AS attempt_calls,
-       list(struct_pack(n := n, ts := ts)) FILTER (WHERE t = 'tool_call') AS l
+       sum(tokens) AS tokens, sum(cost) AS cost, bool_or(est) AS est, sum(att) AS attempts,
+       count(att) AS attempt_calls, list(struct_pack(n := n, ts := ts)) FILTER (WHERE t = 'tool_call') AS l
 FROM (
   SELECT s, t, tool, a, n, ts, bad,
          CASE WHEN t = 'tool_result' THEN coalesce(is_error, false) END AS err,
          CASE WHEN t = 'tool_result'
               THEN output IS NULL OR (length(output) <= 40 AND regexp_full_match(output, '{_EMPTY}')) END AS empty,
          CASE WHEN usage IS NOT NULL THEN {_TOKENS} END AS tokens, CASE WHEN usage IS NOT NULL THEN {_COST} END AS cost,
+         CASE WHEN usage IS NOT NULL THEN usage.cost_estimated END AS est,
          CASE WHEN attempts >= 1 THEN attempts END AS att
   FROM ({{rows}}))
 GROUP BY s, t, tool, a, bad, err, empty
@@ -132,6 +133,7 @@ SELECT s, {sid} AS sid, sum(events) AS events, sum(events) FILTER (WHERE t = 'to
        count(*) FILTER (WHERE t = 'tool_call') AS distinct_calls,
        sum(tokens) FILTER (WHERE t IN ('tool_result', 'turn_end')) AS tokens,
        sum(cost) FILTER (WHERE t IN ('tool_result', 'turn_end')) AS cost,
+       coalesce(bool_or(est) FILTER (WHERE t IN ('tool_result', 'turn_end')), false) AS est,
        min(first_n) FILTER (WHERE t IN ('tool_call', 'tool_result', 'turn_end', 'text', 'user_message')) AS first_n,
        sum(attempts) FILTER (WHERE t = 'tool_call') AS attempts,
        sum(attempt_calls) FILTER (WHERE t = 'tool_call') AS attempt_calls
@@ -177,7 +179,7 @@ _PER_SESSION = """
 SELECT ss.s, coalesce(ss.calls, 0), ss.distinct_calls, coalesce(o.new2, 0), o.ngap, o.q, coalesce(o.bursts, 0),
        coalesce(o.inb_calls, 0), coalesce(ss.tokens, 0), coalesce(ss.cost, 0), ss.first_n,
        coalesce(ss.attempts, 0), coalesce(ss.attempt_calls, 0),
-       coalesce(o.firsts, 0) = ss.distinct_calls AND coalesce(o.unnumbered, 0) = 0
+       coalesce(o.firsts, 0) = ss.distinct_calls AND coalesce(o.unnumbered, 0) = 0, ss.est
 FROM ss LEFT JOIN ({ordered}) o USING (sid) ORDER BY ss.first_n NULLS LAST, ss.s
 """
 
@@ -360,7 +362,7 @@ class Statistics:
             self._first_by_key = True
             rows = self._per_session(burst_seconds, _FIRST_BY_KEY)
         out = []
-        for s, calls, distinct, new2, ngap, qs, bursts, inb, tokens, cost, first_n, att, att_calls, _ in rows:
+        for s, calls, distinct, new2, ngap, qs, bursts, inb, tokens, cost, first_n, att, att_calls, _, est in rows:
             out.append(
                 {
                     "session": str(s),
@@ -372,6 +374,7 @@ class Statistics:
                     "burst_calls": int(inb) + int(bursts),
                     "tokens": int(tokens),
                     "cost_usd": float(cost),
+                    "cost_estimated": bool(est),
                     "first_line": int(first_n) if first_n is not None else 0,
                     "attempts": int(att),
                     "attempt_calls": int(att_calls),

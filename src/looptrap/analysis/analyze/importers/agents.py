@@ -71,7 +71,7 @@ def read_claude_code(stream: IO[bytes], name: str, problems: Problems, options: 
         if kind == "assistant" and (not isinstance(mid, str) or mid not in counted):
             if isinstance(mid, str):
                 counted.add(mid)
-            b.add_usage(usage)
+            b.add_usage(usage, msg.get("model"))
             if isinstance(rec.get("costUSD"), (int, float)):
                 b.add_usage({"cost_usd": rec["costUSD"]})
     for b in builders.values():
@@ -113,6 +113,9 @@ def read_codex(stream: IO[bytes], name: str, problems: Problems, options: Import
             continue
         if n == 1 and "instructions" in rec and isinstance(rec.get("id"), str):
             session = rec["id"]  # the older format's first line
+            continue
+        if kind == "turn_context" and isinstance(payload, dict):
+            builder().add_usage(None, payload.get("model"))  # the model of the turns that follow
             continue
         if kind == "event_msg" and isinstance(payload, dict):
             if payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
@@ -234,7 +237,10 @@ def _gemini_messages(
             )
             tokens = m.get("tokens")
             if isinstance(tokens, dict):
-                b.add_usage({"input_tokens": tokens.get("input"), "output_tokens": tokens.get("output")})
+                out = sum(v for k in ("output", "thoughts") if isinstance(v := tokens.get(k), int))
+                b.add_usage(
+                    {"input": tokens.get("input"), "output": out, "cached": tokens.get("cached")}, m.get("model")
+                )
             for tc in calls:
                 status = str(tc.get("status") or "success")
                 output = _gemini_output(tc)

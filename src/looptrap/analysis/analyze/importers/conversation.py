@@ -26,6 +26,7 @@ from looptrap.analysis.analyze.importers.common import (
     obj,
     seconds,
 )
+from looptrap.analysis.analyze.prices import estimate_cost
 from looptrap.core.types import OutcomeKind
 
 __all__ = ["Builder", "KindOf", "read_conversation", "session_of"]
@@ -47,6 +48,7 @@ class Builder:
         self.turn_open = False
         self.fed = False  # a result or the user's words since the last model output
         self.usage: dict[str, float] = {}
+        self.model_name: str | None = None  # the model of the turns, where the log says
         self.names: dict[str, str] = {}  # emitted call id -> tool
         # ``dedup``: a call or result whose id was read already is a copy (a log that writes the history
         # again); without it, an id used again is another call (models that reuse call ids), paired with its
@@ -72,26 +74,46 @@ class Builder:
         if not self.turn_open:
             return []
         rec = self._base("turn_end", seq, ts)
-        rec["usage"] = dict(self.usage) if self.usage else None
+        usage: dict[str, Any] = dict(self.usage)
+        if usage and "cost_usd" not in usage:
+            estimate = estimate_cost(self.model_name, usage)
+            if estimate is not None:  # no cost in the log: its price from the tokens, marked as an estimate
+                usage["cost_usd"] = round(estimate, 8)
+                usage["cost_estimated"] = True
+        rec["usage"] = usage or None
         self.usage = {}
         self.turn_open = False
         return [rec]
 
-    def add_usage(self, usage: Any) -> None:
-        """Add a usage report (any provider's keys) to the current model turn."""
+    def add_usage(self, usage: Any, model: Any = None) -> None:
+        """Add a usage report (any provider's keys) to the current model turn, and the model that spent it.
+        Input tokens count the cached ones (Anthropic reports those apart); the cache reads and writes are
+        kept apart too, for the price of a turn whose cost the log does not record."""
+        if isinstance(model, str) and model:
+            self.model_name = model
         if not isinstance(usage, dict):
             return
-        keys = {
-            "input_tokens": ("input_tokens", "prompt_tokens", "input", "prompt_token_count", "promptTokenCount"),
-            "output_tokens": ("output_tokens", "completion_tokens", "output", "candidates_token_count"),
-            "cost_usd": ("cost_usd", "cost", "costUSD"),
-        }
-        for ours, theirs in keys.items():
-            for k in theirs:
-                v = usage.get(k)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    self.usage[ours] = self.usage.get(ours, 0) + v
-                    break
+        got = self.usage
+        read = _count(usage, "cache_read_input_tokens", "cached_input_tokens", "cached", "cachedContentTokenCount")
+        if not read:
+            details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+            read = _count(details, "cached_tokens") if isinstance(details, dict) else 0
+        write = _count(usage, "cache_creation_input_tokens")
+        given = _count(usage, "input_tokens", "prompt_tokens", "input", "prompt_token_count", "promptTokenCount")
+        anthropic = "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage
+        for key, n in (
+            ("input_tokens", given + read + write if anthropic else given),
+            ("output_tokens", _count(usage, "output_tokens", "completion_tokens", "output", "candidates_token_count")),
+            ("cache_read_tokens", read),
+            ("cache_write_tokens", write),
+        ):
+            if n:
+                got[key] = got.get(key, 0) + n
+        for k in ("cost_usd", "cost", "costUSD"):
+            v = usage.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+                got["cost_usd"] = got.get("cost_usd", 0) + v
+                break
 
     def model(
         self,
@@ -197,6 +219,15 @@ class Builder:
         return self._end(seq, ts)
 
 
+def _count(d: Any, *keys: str) -> int:
+    """The first of ``keys`` that ``d`` holds as a number of tokens (0 if none does)."""
+    for k in keys:
+        v = d.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            return int(v)
+    return 0
+
+
 def _arguments(fn: Any) -> tuple[str, Any]:
     if not isinstance(fn, dict):
         return "(unnamed)", None
@@ -255,7 +286,7 @@ def feed_message(
                 texts.append(block["text"])
         text = content if isinstance(content, str) else "\n".join(texts)
         made = b.model(seq, ts, text, calls, _str(msg.get("id")) if blocks else None)  # Anthropic: the message id
-        b.add_usage(msg.get("usage"))
+        b.add_usage(msg.get("usage"), msg.get("model"))
         return made
     if role == "user":
         got: list[Record] = []
@@ -338,7 +369,7 @@ def _feed_snapshot(b: Builder, obj: Any, seq: int | None, ts: float | None) -> l
         response = obj.get("response")
         body = response if isinstance(response, dict) else obj
         out += _feed_outputs(b, _outputs(body), seq, ts)
-        b.add_usage(body.get("usage"))
+        b.add_usage(body.get("usage"), body.get("model"))
         if msgs is None and "role" in obj:
             out += feed_message(b, obj, seq, ts)
     return out
@@ -437,7 +468,7 @@ def read_conversation(stream: IO[bytes], name: str, problems: Problems, options:
         got = _feed_snapshot(b, where, n, ts)
         if isinstance(line, dict) and where is not line and isinstance(line.get("response"), dict):
             got += _feed_outputs(b, _outputs(line["response"]), n, ts)
-            b.add_usage(line["response"].get("usage"))
+            b.add_usage(line["response"].get("usage"), line["response"].get("model"))
         if (
             not got
             and _messages(where) is None

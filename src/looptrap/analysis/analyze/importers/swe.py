@@ -87,6 +87,15 @@ def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, option
         return
     session = options.session or name
     b = Builder(session)
+    info = obj(doc.get("info")) if isinstance(doc, dict) else {}
+    b.add_usage(None, obj(obj(info.get("config")).get("model")).get("model_name"))
+    # format 1.1 keeps the run's cost in info.model_stats only: spread over the model's messages
+    total = obj(info.get("model_stats")).get("instance_cost")
+    spoken = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+    per_message = None
+    costed = any(isinstance(obj(m.get("extra")).get("cost"), (int, float)) for m in messages if isinstance(m, dict))
+    if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0 and spoken and not costed:
+        per_message = total / spoken
     open_call: str | None = None
     calls = 0
     for i, m in enumerate(messages, 1):
@@ -110,6 +119,8 @@ def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, option
             out = b.model(i, ts, text, [])
             if isinstance(extra.get("cost"), (int, float)):
                 b.add_usage({"cost_usd": extra["cost"]})
+            elif per_message is not None:
+                b.add_usage({"cost_usd": per_message})
             yield from out
             if not commands:
                 b.fed = True
