@@ -237,3 +237,21 @@ def test_claude_code_counts_cache_tokens_and_estimates_a_cost(tmp_path: Path) ->
         assert round(a.cost_usd, 6) == round(3 * per_turn, 6)
         assert per_turn < price("claude-opus-4-5-20251101", 21003, 0, 0, 200)
         assert a.cost_estimated is True
+
+
+def test_a_json_document_on_one_line_longer_than_the_sniff_is_read(tmp_path: Path) -> None:
+    """A Responses-style document on one line of more than 64 KiB."""
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze, detect_format
+    from looptrap.analysis.analyze.sources import head
+
+    items: list[dict[str, Any]] = [{"role": "user", "content": "x" * 70000}]
+    for i in range(3):
+        items.append(
+            {"type": "function_call", "name": "search", "arguments": json.dumps({"q": "same"}), "call_id": f"c{i}"}
+        )
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "no results"})
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "input": items}))
+    assert detect_format(str(path), head(str(path))) == "openai-chat"
+    (a,) = analyze([str(path)], AnalyzeOptions()).sessions
+    assert a.tool_calls == 3

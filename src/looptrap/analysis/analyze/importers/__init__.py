@@ -94,8 +94,13 @@ def detect_format(name: str, head: bytes) -> str | None:
         return "csv"
     text = head.lstrip()
     if looks_like_lines(head):
-        return _detect_lines(text)
+        found = _detect_lines(text)
+        if found is not None or b"\n" in text.rstrip():
+            return found
+        # one line longer than what was read (a JSON document on one line): read it as a document
     if text.startswith((b"{", b"[")):
+        if text.startswith(b"{") and b'"session"' in head and b'"type"' in head:
+            return "trace"  # a trace whose first event is longer than what was read
         if b'"resourceSpans"' in head:
             return "otel"
         if b'"trajectory_format"' in head or b'"mini_version"' in head:
@@ -127,8 +132,6 @@ def _detect_lines(text: bytes) -> str | None:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
-            if line is lines[0] and len(lines) == 1 and b'"session"' in line:
-                return "trace"  # one line longer than the head
             continue
         if not isinstance(obj, dict):
             continue
