@@ -53,7 +53,7 @@ def test_first_intervention(path: Path) -> None:
     assert got["call_index"] <= expectation(path)["latest"]
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if "halt" in expectation(p)], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [c for c in _cases() if "halt" in expectation(c.values[0])])
 def test_halt(path: Path) -> None:
     """Scenarios about halting say at which call the run is halted (``null``: never)."""
     (report,) = replay(iter_events(str(path)))

@@ -36,7 +36,7 @@ import pytest
 
 from looptrap import Guard
 from looptrap.analysis import iter_events, replay
-from looptrap.core.types import ALLOW, Verdict
+from looptrap.core.types import ALLOW, OUTCOME_KINDS, Verdict
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -78,18 +78,26 @@ def guard_verdicts(path: Path) -> Iterator[dict[str, Any]]:
             now[0] = ev.ts
         v: Verdict = ALLOW
         if ev.type == "tool_call":
-            v = guard.check(d["tool"], d.get("args"))
+            message = d.get("message_id")
+            v = guard.check(d["tool"], d.get("args"), message_id=str(message) if message is not None else None)
             pending[str(d.get("call_id") or d["tool"])] = (d["tool"], d.get("args"))
         elif ev.type == "tool_result":
             got = pending.pop(str(d.get("call_id") or d["tool"]), None)
             if got is not None:
-                guard.record(got[0], got[1], d.get("output"), is_error=bool(d.get("is_error")), usage=d.get("usage"))
+                outcome = d.get("outcome")
+                guard.record(
+                    got[0],
+                    got[1],
+                    d.get("output"),
+                    is_error=bool(d.get("is_error")),
+                    usage=d.get("usage"),
+                    outcome=outcome if outcome in OUTCOME_KINDS else None,
+                )
         elif ev.type == "text" and isinstance(d.get("text"), str):
-            text = d["text"]
-            v = guard.feed_text(d["text"])
+            text = d["text"]  # the turn's words, given to end_turn as a whole message
         elif ev.type == "turn_end":
             err = d.get("error")
-            v = guard.end_turn(d.get("state"), usage=d.get("usage"), error=str(err) if err else None)
+            v = guard.end_turn(d.get("state"), usage=d.get("usage"), text=text, error=str(err) if err else None)
             text = None
         elif ev.type == "user_message":
             guard.user_message(d.get("text") if isinstance(d.get("text"), str) else None)

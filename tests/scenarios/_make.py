@@ -6049,6 +6049,2661 @@ def healthy_machine_speed_contact_updates() -> Trace:
     return t.healthy("A batch job updating 40 CRM contacts at machine speed; every update succeeds.")
 
 
+# =================================================================================================
+# Field shapes. Labels worked out by hand from docs/escalation.md ("When the guard halts", "One step per
+# model turn"), docs/detectors.md, docs/guard.md ("Calls that did not run") and docs/trace-format.md
+# (``message_id``, ``outcome``), in the comment next to each expectation. Replay is a what-if: the recorded
+# run goes on after advice and blocks; ``halt`` is the call at which the run is halted (``None``: never).
+#
+# The ladder as these labels read it: the first intervention on a loop advises; if the loop goes on with
+# nothing new since, the next step blocks; once more on that very loop, it halts. Weak evidence (the same
+# error from calls on different targets, idle turns in different words, re-reads in a varying order)
+# advises, then warns for ``patience`` (3) signals, then blocks, and never halts. A step is a model message
+# (``message_id``), else a model turn (``turn_end``), else a call after a result (or the very call just
+# intercepted). The user's words (and a refusal) start the ladder over.
+# =================================================================================================
+
+
+def message_ids(prefix: str) -> Callable[[], str]:
+    """Deterministic model message ids (``msg_01...`` for Anthropic, ``resp_...`` for OpenAI responses)."""
+    n = [0]
+
+    def nxt() -> str:
+        n[0] += 1
+        return f"{prefix}{(n[0] * 7919) % 100000:05d}{n[0]:03d}"
+
+    return nxt
+
+
+CC_NOT_EXIST = "<tool_use_error>File does not exist.</tool_use_error>"
+CC_NOT_READ = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+CC_SIBLING = "<tool_use_error>Sibling tool call errored</tool_use_error>"
+CC_REFUSED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+    "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how "
+    "to proceed."
+)
+WEBSHOP_INVALID = "Invalid action!"
+
+
+def webshop_results(query: str, items: list[tuple[str, str, str]], page: int = 1) -> str:
+    """A WebShop results page: the clickable ids are the ASINs, not the titles."""
+    rows = " [SEP] ".join(f"{asin} [SEP] {title} [SEP] {price}" for asin, title, price in items)
+    return (
+        f"[Back to Search] [SEP] Page {page} (Total results: 50) [SEP] [Next >] [SEP] {rows}"
+        if page == 1
+        else f"[Back to Search] [SEP] Page {page} (Total results: 50) [SEP] [< Prev] [SEP] [Next >] [SEP] {rows}"
+    ) + f" (query: {query})"
+
+
+def webshop_item(title: str, price: str, options: dict[str, list[str]], chosen: tuple[str, ...] = ()) -> str:
+    opts = " [SEP] ".join(
+        f"{name} [SEP] " + " [SEP] ".join(f"{v} (selected)" if v in chosen else v for v in values)
+        for name, values in options.items()
+    )
+    return (
+        f"[Back to Search] [SEP] [< Prev] [SEP] {opts} [SEP] {title} [SEP] Price: {price} [SEP] Rating: N.A. "
+        "[SEP] [Description] [SEP] [Features] [SEP] [Reviews] [SEP] [Buy Now]"
+    )
+
+
+def webshop_bought(asin: str, options: dict[str, str], score: float) -> str:
+    return (
+        "Thank you for shopping with us! [SEP] Your code: [SEP] None [SEP] (Paste it in your MTurk interface.) "
+        f"[SEP] Purchased [SEP] asin [SEP] {asin} [SEP] options [SEP] {json.dumps(options)} [SEP] Reward [SEP] "
+        f"Your score (min 0.0, max 1.0) [SEP] {score}"
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# a web-shop agent's click tool: "Invalid action!" for wrong targets
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_webshop_wrong_clicks_then_buy() -> Trace:
+    t = Trace("field_webshop_wrong_clicks_then_buy")
+    q = "men's slim fit chino pants navy 32w x 30l price lower than 40.00 dollars"
+    items = [
+        ("B09QKP7XQL", "Men's Slim Fit Stretch Chino Pants, Flat Front Casual Trousers", "$34.99"),
+        ("B07JVVDJ6L", "Amazon Essentials Men's Slim-Fit Casual Stretch Khaki Pant", "$26.90"),
+        ("B08Y8BRT3N", "Dockers Men's Slim Fit Signature Khaki Lux Cotton Stretch Pants", "$44.99"),
+    ]
+    t.call("search", {"keywords": q}, webshop_results(q, items))
+    t.turn()
+    for title in [
+        "Men's Slim Fit Stretch Chino Pants, Flat Front Casual Trousers",
+        "Men's Slim Fit Stretch Chino Pants",
+        "Slim Fit Stretch Chino Pants Navy",
+    ]:
+        t.call("click", {"target": title}, WEBSHOP_INVALID, error=True)
+        t.turn()
+    opts = {"color": ["black", "khaki", "navy", "olive"], "size": ["30w x 30l", "32w x 30l", "32w x 32l"]}
+    title, price = items[0][1], items[0][2]
+    t.call("click", {"target": "B09QKP7XQL"}, webshop_item(title, price, opts))
+    t.turn()
+    t.call("click", {"target": "navy"}, webshop_item(title, price, opts, ("navy",)))
+    t.turn()
+    t.call("click", {"target": "32w x 30l"}, webshop_item(title, price, opts, ("navy", "32w x 30l")))
+    t.turn()
+    t.call("click", {"target": "Buy Now"}, webshop_bought("B09QKP7XQL", {"color": "navy", "size": "32w x 30l"}, 1.0))
+    t.turn()
+    # Three clicks on product titles, each answered "Invalid action!" (the clickable id is the ASIN): the same
+    # error from calls on different targets (each click's only short argument) is exploration and counts
+    # only at 5 with nothing else happening (docs/detectors.md, error_repeat). The 3rd failure is followed
+    # by the ASIN click, which brings a new page and starts the count over; no call is repeated.
+    return t.healthy("WebShop agent clicks three product titles (Invalid action!), then the ASIN, options, Buy Now.")
+
+
+@scenario
+def field_webshop_two_wrong_clicks_message_ids() -> Trace:
+    t = Trace("field_webshop_two_wrong_clicks_message_ids", id_prefix="call_")
+    m = message_ids("resp_0c1f")
+    q = "waterproof bluetooth speaker with 20 hour battery under 50 dollars"
+    p1 = [
+        ("B07QK2SPP7", "Anker Soundcore 2 Portable Bluetooth Speaker, IPX7 Waterproof, 24H Playtime", "$39.99"),
+        ("B01IOD6L7S", "Tribit XSound Go Bluetooth Speaker, 24H Playtime, IPX7", "$32.99"),
+    ]
+    p2 = [
+        ("B08CZK1Y5M", "JBL Clip 4 Ultra-Portable Waterproof Speaker", "$49.95"),
+        ("B09B2SBNDB", "Doss SoundBox Pro+ Wireless Bluetooth Speaker", "$45.99"),
+    ]
+    t.call("search", {"keywords": q}, webshop_results(q, p1), message=m())
+    t.call("click", {"target": "Next >"}, webshop_results(q, p2, page=2), message=m())
+    t.call(
+        "click", {"target": "JBL Clip 4 Ultra-Portable Waterproof Speaker"}, WEBSHOP_INVALID, error=True, message=m()
+    )
+    t.call("click", {"target": "Next"}, WEBSHOP_INVALID, error=True, message=m())
+    t.call("click", {"target": "< Prev"}, webshop_results(q, p1), message=m())
+    opts = {"color": ["black", "blue", "red"]}
+    t.call("click", {"target": "B07QK2SPP7"}, webshop_item(p1[0][1], p1[0][2], opts), message=m())
+    t.call("click", {"target": "black"}, webshop_item(p1[0][1], p1[0][2], opts, ("black",)), message=m())
+    t.call("click", {"target": "Buy Now"}, webshop_bought("B07QK2SPP7", {"color": "black"}, 1.0), message=m())
+    # turns known by message ids only (one call per response). Two "Invalid action!" (a title, then "Next"
+    # without its ">") on different targets, after the page-2 click brought something new: 2 of the 5 that
+    # weak evidence needs. "< Prev" returns page 1, which the search tool had returned but click had not:
+    # new for click. No call is repeated.
+    return t.healthy("WebShop agent (message ids only) pages on, clicks a title and a bad label, then buys.")
+
+
+@scenario
+def field_webshop_four_wrong_actions_then_options() -> Trace:
+    t = Trace("field_webshop_four_wrong_actions_then_options")
+    q = "women's lightweight rain jacket with hood red size small"
+    items = [
+        ("B0BX4V2K7M", "Columbia Women's Switchback III Jacket, Red Lily", "$45.00"),
+        ("B07PNM6ZJQ", "Outdoor Ventures Women's Rain Jacket Lightweight Waterproof Hooded", "$42.99"),
+        ("B09NQ8S3CF", "Little Donkey Andy Women's Lightweight Rain Jacket Packable", "$59.99"),
+    ]
+    t.call("webshop", {"action": f"search[{q}]"}, webshop_results(q, items))
+    t.turn()
+    for wrong in [
+        "click[Columbia Women's Switchback III Jacket, Red Lily]",
+        "click[Columbia Women's Switchback III Jacket]",
+        "click[Switchback III Jacket]",
+        "click[Red Lily]",
+    ]:
+        t.call("webshop", {"action": wrong}, WEBSHOP_INVALID, error=True)
+        t.turn()
+    opts = {"color": ["black", "red lily", "collegiate navy"], "size": ["x-small", "small", "medium", "large"]}
+    title, price = items[0][1], items[0][2]
+    t.call("webshop", {"action": "click[B0BX4V2K7M]"}, webshop_item(title, price, opts))
+    t.turn()
+    t.call("webshop", {"action": "click[red lily]"}, webshop_item(title, price, opts, ("red lily",)))
+    t.turn()
+    t.call("webshop", {"action": "click[small]"}, webshop_item(title, price, opts, ("red lily", "small")))
+    t.turn()
+    t.call(
+        "webshop",
+        {"action": "click[Buy Now]"},
+        webshop_bought("B0BX4V2K7M", {"color": "red lily", "size": "small"}, 1.0),
+    )
+    t.turn()
+    # one tool for every action ({"action": "click[...]"}, a call's only short argument: its target). Four
+    # wrong clicks in a row, each on another target, nothing new in between: 4 of the 5 that weak evidence
+    # needs, so the 5th click (the right one) is not touched; it brings a new page and the count starts over
+    return t.healthy("WebShop agent with one action tool: four wrong titles in a row, then the ASIN, options, buy.")
+
+
+WRONG_TITLES = [
+    "Hamilton Beach 2-Slice Extra-Wide Slot Toaster",
+    "2-Slice Extra-Wide Slot Toaster with Shade Selector",
+    "Cuisinart 2-Slice Compact Plastic Toaster",
+    "Cuisinart CPT-122 Compact Toaster",
+    "BLACK+DECKER 2-Slice Toaster, Extra Wide Slots",
+    "Extra Wide Slots Toaster, White",
+    "KitchenAid KMT2115 2-Slice Toaster",
+    "Toaster 2 Slice Stainless Steel",
+    "Amazon Basics 2 Slice Toaster",
+    "Hamilton Beach Toaster",
+    "Toaster with Bagel Function",
+    "2 Slice Toaster",
+]
+
+
+@scenario
+def field_webshop_wrong_clicks_forever() -> Trace:
+    t = Trace("field_webshop_wrong_clicks_forever")
+    q = "2 slice toaster with extra wide slots under 30 dollars"
+    items = [
+        ("B00EI7DPOO", "Hamilton Beach 2-Slice Extra-Wide Slot Toaster with Shade Selector", "$22.99"),
+        ("B0026JLIDU", "Cuisinart CPT-122 2-Slice Compact Plastic Toaster", "$29.95"),
+        ("B07CVWF46R", "BLACK+DECKER 2-Slice Toaster, Extra Wide Slots, White", "$19.99"),
+    ]
+    t.call("search", {"keywords": q}, webshop_results(q, items))
+    t.turn()
+    idx = []
+    for title in WRONG_TITLES:
+        idx.append(t.call("click", {"target": title}, WEBSHOP_INVALID, error=True))
+        t.turn()
+    # the docs' own example (docs/escalation.md, "When the guard halts"): the same terse error from clicks on
+    # different targets, with nothing else happening. idx[0..4] fail 5 times -> the 6th click (idx[5]) is
+    # advised (error_repeat, weak); the next three run with a warning (patience 3); the 10th click (idx[9])
+    # is blocked and so is every further one; weak evidence never halts. Onset: the second failing click.
+    return t.loop(
+        "error_repeat",
+        idx[5],
+        idx[1],
+        "WebShop agent clicks twelve wrong product titles in a row, every one answered Invalid action!.",
+        halt=None,
+    )
+
+
+@scenario
+def field_webshop_wrong_actions_message_ids() -> Trace:
+    t = Trace("field_webshop_wrong_actions_message_ids", id_prefix="call_")
+    m = message_ids("resp_7ad2")
+    q = "gluten free dark chocolate bar pack of 12"
+    items = [
+        ("B07D4G9RZ3", "Alter Eco Dark Chocolate Bar, Deep Dark Sea Salt, 12 Pack", "$38.99"),
+        ("B00B7KIZAI", "Endangered Species Chocolate Dark Chocolate Bar 72% Cocoa, 12 Count", "$29.88"),
+    ]
+    results = webshop_results(q, items)
+    t.call("webshop", {"action": f"search[{q}]"}, results, message=m())
+    opts = {"flavor": ["sea salt", "mint", "blackout"]}
+    t.call("webshop", {"action": "click[B07D4G9RZ3]"}, webshop_item(items[0][1], items[0][2], opts), message=m())
+    t.call("webshop", {"action": "click[< Prev]"}, results, message=m())
+    idx = []
+    for wrong in [
+        "click[Endangered Species Chocolate Dark Chocolate Bar 72% Cocoa, 12 Count]",
+        "click[Endangered Species Chocolate Dark Chocolate Bar]",
+        "click[Dark Chocolate Bar 72% Cocoa]",
+        "click[72% Cocoa]",
+        "click[12 Count]",
+        "click[Endangered Species]",
+        "click[Dark Chocolate 12 Count]",
+        "click[Chocolate Bar]",
+        "click[Endangered Species Chocolate]",
+        "click[72% Cocoa, 12 Count]",
+    ]:
+        idx.append(t.call("webshop", {"action": wrong}, WEBSHOP_INVALID, error=True, message=m()))
+    # message ids only, one call per response. The product page (call 2) was the last new result; "< Prev"
+    # returns page 1 again (nothing new). Then five wrong clicks on different targets fail with the same
+    # error while nothing new comes back -> the 6th wrong click (idx[5]) is advised (weak); three warnings,
+    # then blocks (idx[9]); never a halt
+    return t.loop(
+        "error_repeat",
+        idx[5],
+        idx[1],
+        "WebShop agent (message ids only) goes back to the results and clicks ten wrong titles in a row.",
+        halt=None,
+    )
+
+
+@scenario
+def field_webshop_advised_then_right_click() -> Trace:
+    t = Trace("field_webshop_advised_then_right_click")
+    q = "led desk lamp with usb charging port dimmable"
+    items = [
+        ("B07VSF8XS6", "TaoTronics LED Desk Lamp with USB Charging Port, 5 Color Modes", "$35.99"),
+        ("B08L8JGBPP", "Lepro LED Desk Lamp Dimmable, Eye-Caring Reading Lamp", "$21.99"),
+        ("B0C2S7PX5W", "AFROG Multifunctional LED Desk Lamp with USB Charging Port", "$29.99"),
+    ]
+    t.call("search", {"keywords": q}, webshop_results(q, items))
+    t.turn()
+    idx = []
+    for title in [
+        "TaoTronics LED Desk Lamp with USB Charging Port, 5 Color Modes",
+        "TaoTronics LED Desk Lamp",
+        "LED Desk Lamp with USB Charging Port",
+        "AFROG Multifunctional LED Desk Lamp",
+        "Lepro LED Desk Lamp Dimmable",
+        "TaoTronics Desk Lamp, 5 Color Modes",
+    ]:
+        idx.append(t.call("click", {"target": title}, WEBSHOP_INVALID, error=True))
+        t.turn()
+    opts = {"color": ["black", "white"]}
+    right = t.call("click", {"target": "B07VSF8XS6"}, webshop_item(items[0][1], items[0][2], opts))
+    t.turn()
+    t.call("click", {"target": "black"}, webshop_item(items[0][1], items[0][2], opts, ("black",)))
+    t.turn()
+    t.call("click", {"target": "Buy Now"}, webshop_bought("B07VSF8XS6", {"color": "black"}, 1.0))
+    t.turn()
+    # five wrong titles (idx[0..4]) -> the 6th (idx[5]) is advised (weak error_repeat). The next click, on the
+    # ASIN, is a call of the pattern's tool after the advice: it runs with a warning at most
+    # ("Had the 7th click been the right one, it would have run"), brings the product page, and the run
+    # ends with a purchase. Never halted.
+    return t.loop(
+        "error_repeat",
+        idx[5],
+        idx[1],
+        f"WebShop agent advised after five wrong titles; its next click, the ASIN (call {right}), runs and it buys.",
+        halt=None,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# not-found exploration: files that do not exist, edits refused before a read
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_cc_read_missing_files_with_glob_grep() -> Trace:
+    t = Trace("field_cc_read_missing_files_with_glob_grep")
+    m = message_ids("msg_01Hq")
+    t.user("The API crashes on startup when REDIS_URL is unset. Make it fall back to redis://localhost:6379.")
+    for path in ["/repo/src/config.ts", "/repo/src/config/index.ts", "/repo/config/default.ts"]:
+        t.call("Read", {"file_path": path}, CC_NOT_EXIST, error=True, message=m())
+        t.turn()
+    t.call(
+        "Glob",
+        {"pattern": "**/{config,env,settings}*.ts", "path": "/repo/packages"},
+        "/repo/packages/api/src/env.ts\n/repo/packages/api/src/settings.ts\n/repo/packages/worker/src/env.ts",
+        message=m(),
+    )
+    t.turn()
+    env = (
+        "import { z } from 'zod';\n\nconst schema = z.object({\n  PORT: z.coerce.number().default(8080),\n"
+        "  REDIS_URL: z.string().url(),\n  DATABASE_URL: z.string().url(),\n});\n\n"
+        "export const env = schema.parse(process.env);\n"
+    )
+    t.call("Read", {"file_path": "/repo/packages/api/src/env.ts"}, numbered(env), message=m())
+    t.turn()
+    for path in [
+        "/repo/packages/api/src/env.test.ts",
+        "/repo/packages/api/test/env.test.ts",
+        "/repo/packages/api/src/__tests__/env.test.ts",
+        "/repo/packages/api/tests/env.spec.ts",
+    ]:
+        t.call("Read", {"file_path": path}, CC_NOT_EXIST, error=True, message=m())
+        t.turn()
+    t.call(
+        "Grep",
+        {
+            "pattern": "from '../src/env'|from './env'",
+            "path": "/repo/packages/api",
+            "output_mode": "files_with_matches",
+        },
+        "Found 2 files\n/repo/packages/api/src/server.ts\n/repo/packages/api/spec/env.spec.ts",
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Read",
+        {"file_path": "/repo/packages/api/spec/env.spec.ts"},
+        numbered(
+            "import { env } from '../src/env';\n\ntest('parses PORT', () => {\n  expect(env.PORT).toBe(8080);\n});\n"
+        ),
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/packages/api/src/env.ts",
+            "old_string": "  REDIS_URL: z.string().url(),",
+            "new_string": "  REDIS_URL: z.string().url().default('redis://localhost:6379'),",
+        },
+        cc_edited(
+            "/repo/packages/api/src/env.ts", "  REDIS_URL: z.string().url().default('redis://localhost:6379'),", 5
+        ),
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "cd packages/api && npx vitest run spec/env.spec.ts", "description": "Run the env tests"},
+        " ✓ spec/env.spec.ts (1 test) 4ms\n\n Test Files  1 passed (1)\n      Tests  1 passed (1)\n   Duration  611ms",
+        message=m(),
+    )
+    t.answer("REDIS_URL now defaults to redis://localhost:6379 in packages/api/src/env.ts; the env test passes.")
+    # Claude Code guessing paths: "File does not exist." for 3, then 4 different files, each run of failures
+    # ended by a Glob / Grep that finds something (new content starts the weak count over). Different
+    # targets (file_path), so the same error counts only at 5 in a row with nothing else happening: at most
+    # 4 here. No call repeats.
+    return t.healthy("Claude Code reads guessed paths that do not exist, between Glob and Grep calls that find files.")
+
+
+@scenario
+def field_cc_edit_before_read_then_reads() -> Trace:
+    t = Trace("field_cc_edit_before_read_then_reads")
+    m = message_ids("msg_01Rk")
+    t.user("Rename the `retries` option to `maxRetries` everywhere in the http client package.")
+    t.call(
+        "Grep",
+        {"pattern": "retries", "path": "/repo/packages/http/src", "output_mode": "files_with_matches"},
+        "Found 4 files\n/repo/packages/http/src/client.ts\n/repo/packages/http/src/options.ts\n"
+        "/repo/packages/http/src/retry.ts\n/repo/packages/http/src/index.ts",
+        message=m(),
+    )
+    t.turn()
+    files = {
+        "/repo/packages/http/src/options.ts": ("  retries?: number;", "  maxRetries?: number;"),
+        "/repo/packages/http/src/client.ts": (
+            "    const retries = opts.retries ?? 3;",
+            "    const retries = opts.maxRetries ?? 3;",
+        ),
+        "/repo/packages/http/src/retry.ts": (
+            "export function withRetry(fn, { retries }) {",
+            "export function withRetry(fn, { maxRetries: retries }) {",
+        ),
+        "/repo/packages/http/src/index.ts": (
+            "export type { ClientOptions as Options } from './options'; // retries",
+            "export type { ClientOptions as Options } from './options'; // maxRetries",
+        ),
+    }
+    for path, (old, new) in files.items():
+        t.call(
+            "Edit",
+            {"file_path": path, "old_string": old, "new_string": new},
+            CC_NOT_READ,
+            error=True,
+            message=m(),
+        )
+        t.turn()
+    bodies = {
+        "/repo/packages/http/src/options.ts": "export interface ClientOptions {\n  baseUrl: string;\n"
+        "  retries?: number;\n}",
+        "/repo/packages/http/src/client.ts": "export class Client {\n  constructor(opts) {\n    const retries = opts."
+        "retries ?? 3;\n    this.retry = withRetry(this.send, { retries });\n  }\n}",
+        "/repo/packages/http/src/retry.ts": "export function withRetry(fn, { retries }) {\n  return async (...a) => "
+        "{ /* ... */ };\n}",
+        "/repo/packages/http/src/index.ts": "export { Client } from './client';\nexport type { ClientOptions as "
+        "Options } from './options'; // retries",
+    }
+    t.parallel(
+        [("Read", {"file_path": p}, numbered(b)) for p, b in bodies.items()],
+        message=m(),
+    )
+    t.turn()
+    msg = m()
+    t.parallel(
+        [
+            ("Edit", {"file_path": p, "old_string": old, "new_string": new}, cc_edited(p, new, 3))
+            for p, (old, new) in files.items()
+        ],
+        message=msg,
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "npx tsc -p packages/http --noEmit && npx vitest run packages/http", "description": "Typecheck"},
+        " Test Files  3 passed (3)\n      Tests  17 passed (17)\n   Duration  1.12s",
+        message=m(),
+    )
+    t.answer("Renamed `retries` to `maxRetries` in the options, client, retry helper and index; tests pass.")
+    # four Edits refused "File has not been read yet" for four different files (4 of the 5 that weak evidence
+    # needs), then the four Reads (new content), then the same four Edits succeed: each identical to a
+    # refused one, but an identical call that failed once is no loop (3 failures make one)
+    return t.healthy("Claude Code edits four files before reading them (refused), reads them, then the edits succeed.")
+
+
+@scenario
+def field_editor_view_missing_paths_with_find() -> Trace:
+    t = Trace("field_editor_view_missing_paths_with_find")
+    ed = "str_replace_based_edit_tool"
+
+    def missing(path: str) -> str:
+        return f"The path {path} does not exist. Please provide a valid path."
+
+    t.call(
+        ed,
+        {"command": "view", "path": "/testbed/django/db/models/lookup.py"},
+        missing("/testbed/django/db/models/lookup.py"),
+        error=True,
+    )
+    t.turn()
+    t.call(
+        ed,
+        {"command": "view", "path": "/testbed/django/db/lookups.py"},
+        missing("/testbed/django/db/lookups.py"),
+        error=True,
+    )
+    t.turn()
+    t.call(
+        "bash",
+        {"command": "find /testbed/django/db -name 'lookups.py'"},
+        "/testbed/django/db/models/lookups.py\n/testbed/django/contrib/postgres/lookups.py",
+    )
+    t.turn()
+    t.call(
+        ed,
+        {"command": "view", "path": "/testbed/django/db/models/lookups.py", "view_range": [350, 380]},
+        cat_n(
+            "/testbed/django/db/models/lookups.py",
+            "class IExact(BuiltinLookup):\n    lookup_name = 'iexact'\n    prepare_rhs = False\n\n"
+            "    def process_rhs(self, qn, connection):\n        rhs, params = super().process_rhs(qn, connection)\n"
+            "        if params:\n            params[0] = connection.ops.prep_for_iexact_query(params[0])\n"
+            "        return rhs, params\n",
+            350,
+        ),
+    )
+    t.turn()
+    for path in [
+        "/testbed/tests/lookups/test_iexact.py",
+        "/testbed/tests/lookup/test_iexact.py",
+        "/testbed/tests/lookup/tests_iexact.py",
+    ]:
+        t.call(ed, {"command": "view", "path": path}, missing(path), error=True)
+        t.turn()
+    t.call(
+        "bash",
+        {"command": "grep -rln 'iexact' /testbed/tests/lookup/ | head"},
+        "/testbed/tests/lookup/tests.py\n/testbed/tests/lookup/models.py",
+    )
+    t.turn()
+    t.call(
+        "bash",
+        {"command": "grep -n 'def test_iexact' /testbed/tests/lookup/tests.py"},
+        "612:    def test_iexact_none(self):\n640:    def test_iexact_escaping(self):",
+    )
+    t.turn()
+    t.call(
+        ed,
+        {
+            "command": "str_replace",
+            "path": "/testbed/django/db/models/lookups.py",
+            "old_str": "        if params:\n            params[0] = connection.ops.prep_for_iexact_query(params[0])",
+            "new_str": "        if params and params[0] is not None:\n            params[0] = "
+            "connection.ops.prep_for_iexact_query(params[0])",
+        },
+        "The file /testbed/django/db/models/lookups.py has been edited.",
+    )
+    t.turn()
+    t.call(
+        "bash",
+        {"command": "cd /testbed && python tests/runtests.py lookup -k iexact"},
+        "Ran 4 tests in 0.031s\n\nOK",
+    )
+    t.answer("iexact no longer calls prep_for_iexact_query on None; the lookup tests pass.")
+    # the editor's "does not exist" quotes the path back (the call's own argument: removed before errors are
+    # compared), so it is the same error on different targets: 2, then 3 in a row, each run ended by a bash
+    # find / grep that finds files. Never 5 in a row; no call repeats.
+    return t.healthy("SWE agent views guessed paths that do not exist, between find and grep calls that find them.")
+
+
+@scenario
+def field_cc_parallel_reads_some_missing() -> Trace:
+    t = Trace("field_cc_parallel_reads_some_missing")
+    m = message_ids("msg_01Pz")
+    t.user("Why does `make docs` fail on CI? Fix it.")
+    t.call(
+        "Bash",
+        {"command": "make docs 2>&1 | tail -5", "description": "Reproduce the docs build"},
+        "sphinx-build -W -b html docs docs/_build\nWarning, treated as error:\ndocs/api.rst:14:autodoc: failed to "
+        "import module 'ingest.sources'; the following exception was raised:\nNo module named 'ingest.sources'\n"
+        "make: *** [Makefile:31: docs] Error 2",
+        error=True,
+        message=m(),
+    )
+    t.turn()
+    t.parallel(
+        [
+            (
+                "Read",
+                {"file_path": "/repo/docs/conf.py"},
+                numbered(
+                    "import os, sys\nsys.path.insert(0, os.path.abspath('../src'))\n"
+                    "extensions = ['sphinx.ext.autodoc']\n"
+                ),
+            ),
+            ("Read", {"file_path": "/repo/src/ingest/sources.py"}, CC_NOT_EXIST),
+            ("Read", {"file_path": "/repo/src/ingest/sources/__init__.py"}, CC_NOT_EXIST),
+            (
+                "Read",
+                {"file_path": "/repo/docs/api.rst"},
+                numbered(
+                    "API\n===\n\n.. automodule:: ingest.pipeline\n   :members:\n\n"
+                    ".. automodule:: ingest.sources\n   :members:\n"
+                ),
+            ),
+        ],
+        message=m(),
+        errors=[False, True, True, False],
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "git log --oneline -3 --stat -- src/ingest", "description": "Recent changes to ingest"},
+        "4be91d0 ingest: split sources into connectors\n src/ingest/connectors/__init__.py | 41 +++\n "
+        "src/ingest/sources.py | 41 ---\n",
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/docs/api.rst",
+            "old_string": ".. automodule:: ingest.sources",
+            "new_string": ".. automodule:: ingest.connectors",
+        },
+        cc_edited("/repo/docs/api.rst", ".. automodule:: ingest.connectors\n   :members:", 7),
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "make docs 2>&1 | tail -2", "description": "Rebuild the docs"},
+        "build succeeded.\n\nThe HTML pages are in docs/_build.",
+        message=m(),
+    )
+    t.answer("docs/api.rst still pointed at ingest.sources, which 4be91d0 renamed to ingest.connectors; fixed.")
+    # one message reads four files at once, two of them missing (same error, different targets: 2, and the
+    # two successful reads in the same batch bring new content); then git log, the fix, and the build passes
+    return t.healthy("Claude Code reads four files in one message, two do not exist; git log shows the rename; fix.")
+
+
+@scenario
+def field_cc_read_missing_six_in_a_row() -> Trace:
+    t = Trace("field_cc_read_missing_six_in_a_row")
+    m = message_ids("msg_01Wd")
+    t.user("Add a `--dry-run` flag to the migrate command.")
+    t.call(
+        "Bash",
+        {"command": "ls", "description": "List the repository"},
+        "Makefile\nREADME.md\ncmd\ngo.mod\ngo.sum\ninternal\n",
+        message=m(),
+    )
+    t.turn()
+    idx = []
+    for path in [
+        "/repo/cmd/migrate.go",
+        "/repo/cmd/migrate/main.go",
+        "/repo/cmd/cli/migrate.go",
+        "/repo/internal/cli/migrate.go",
+        "/repo/internal/commands/migrate.go",
+        "/repo/internal/migrate/cmd.go",
+        "/repo/cmd/app/migrate.go",
+    ]:
+        idx.append(t.call("Read", {"file_path": path}, CC_NOT_EXIST, error=True, message=m()))
+        t.turn()
+    t.call(
+        "Glob",
+        {"pattern": "**/*migrat*.go"},
+        "/repo/cmd/tool/commands/db_migrate.go\n/repo/internal/db/migrator.go",
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Read",
+        {"file_path": "/repo/cmd/tool/commands/db_migrate.go"},
+        numbered(
+            'var migrateCmd = &cobra.Command{\n\tUse:   "migrate",\n\tShort: "Apply pending migrations",\n'
+            "\tRunE: func(cmd *cobra.Command, args []string) error {\n\t\treturn db.NewMigrator(cfg).Up(cmd.Context())"
+            "\n\t},\n}\n"
+        ),
+        message=m(),
+    )
+    t.answer("Found the command in cmd/tool/commands/db_migrate.go; adding the flag next.")
+    # seven guessed paths in a row, all "File does not exist." and nothing else in between: different
+    # targets, so weak evidence that counts at 5 -> the 6th Read (idx[5]) is advised; the 7th runs with a
+    # warning; then Glob finds the file. Never halted.
+    return t.loop(
+        "error_repeat",
+        idx[5],
+        idx[1],
+        "Claude Code guesses seven paths for a Go command in a row, all missing, before it runs Glob.",
+        halt=None,
+    )
+
+
+@scenario
+def field_cc_six_edits_before_read_one_message() -> Trace:
+    t = Trace("field_cc_six_edits_before_read_one_message")
+    m = message_ids("msg_01Tv")
+    t.user("Replace every `console.log` in src/handlers with our logger.")
+    t.call(
+        "Grep",
+        {"pattern": "console\\.log", "path": "/repo/src/handlers", "output_mode": "files_with_matches"},
+        "Found 6 files\n"
+        + "\n".join(
+            f"/repo/src/handlers/{n}.ts" for n in ["orders", "users", "payments", "refunds", "webhooks", "auth"]
+        ),
+        message=m(),
+    )
+    t.turn()
+    names = ["orders", "users", "payments", "refunds", "webhooks", "auth"]
+    edits = [
+        (
+            "Edit",
+            {
+                "file_path": f"/repo/src/handlers/{n}.ts",
+                "old_string": f"  console.log('{n} handler', req.id);",
+                "new_string": f"  logger.debug({{ reqId: req.id }}, '{n} handler');",
+            },
+            CC_NOT_READ,
+        )
+        for n in names
+    ]
+    batch = t.parallel(edits, message=m(), errors=[True] * 6, interleaved=True)
+    t.turn()
+    t.parallel(
+        [
+            (
+                "Read",
+                {"file_path": f"/repo/src/handlers/{n}.ts"},
+                numbered(f"export async function {n}Handler(req, res) {{\n  console.log('{n} handler', req.id);\n}}"),
+            )
+            for n in names
+        ],
+        message=m(),
+    )
+    t.turn()
+    t.parallel(
+        [(tool, args, cc_edited(args["file_path"], args["new_string"], 2)) for tool, args, _ in edits],
+        message=m(),
+        interleaved=True,
+    )
+    t.answer("All six handlers now log through `logger.debug`.")
+    # one message with six Edits of six files not read yet, run one by one: after 5 refusals of the same
+    # kind on different targets with nothing else happening, the 6th Edit (batch[5]) is advised (weak).
+    # The ladder's first rung, in the same step as the others. Then the Reads and the Edits run: no halt.
+    return t.loop(
+        "error_repeat",
+        batch[5],
+        batch[1],
+        "Claude Code sends six Edits of unread files in one message; five are refused, the sixth is advised.",
+        halt=None,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# calls that did not run: sibling cancellations and permission refusals
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_cc_sibling_edits_cancelled_then_fixed() -> Trace:
+    t = Trace("field_cc_sibling_edits_cancelled_then_fixed")
+    m = message_ids("msg_01Sb")
+    t.user("Make the Button, Input and Select components accept a `size` prop ('sm' | 'md' | 'lg').")
+    base = "/repo/web/src/components"
+    bodies = {
+        f"{base}/Button.tsx": "type Props = { variant?: 'primary' | 'ghost' };\nexport function Button(p: Props) {}",
+        f"{base}/Input.tsx": "type Props = { invalid?: boolean };\nexport function Input(p: Props) {}",
+        f"{base}/Select.tsx": "type Props = { options: string[] };\nexport function Select(p: Props) {}",
+    }
+    t.parallel([("Read", {"file_path": p}, numbered(b)) for p, b in bodies.items()], message=m())
+    t.turn()
+    size = " size?: 'sm' | 'md' | 'lg';"
+
+    def edit(path: str, old: str) -> dict[str, str]:
+        return {"file_path": path, "old_string": old, "new_string": old.replace(" };", ";" + size + " };")}
+
+    wrong = edit(f"{base}/button.tsx", "type Props = { variant?: 'primary' | 'ghost' };")  # lower-case file name
+    e_input = edit(f"{base}/Input.tsx", "type Props = { invalid?: boolean };")
+    e_select = edit(f"{base}/Select.tsx", "type Props = { options: string[] };")
+    t.parallel(
+        [("Edit", wrong, CC_NOT_EXIST), ("Edit", e_input, CC_SIBLING), ("Edit", e_select, CC_SIBLING)],
+        message=m(),
+        errors=[True, True, True],
+        outcomes=[None, "cancelled", "cancelled"],
+        interleaved=True,
+    )
+    t.turn()
+    right = edit(f"{base}/Button.tsx", "type Props = { variant?: 'primary' | 'ghost' };")
+    t.parallel(
+        [
+            ("Edit", right, cc_edited(right["file_path"], right["new_string"], 1)),
+            ("Edit", e_input, cc_edited(e_input["file_path"], e_input["new_string"], 1)),
+            ("Edit", e_select, cc_edited(e_select["file_path"], e_select["new_string"], 1)),
+        ],
+        message=m(),
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "cd web && npx tsc --noEmit", "description": "Typecheck the web app"},
+        "",
+        message=m(),
+    )
+    t.answer("Button, Input and Select now take size?: 'sm' | 'md' | 'lg'; the app typechecks.")
+    # the first Edit of the batch names button.tsx (the file is Button.tsx) and fails; Claude Code cancels
+    # the two others ("Sibling tool call errored", outcome cancelled: no history entry, no detector counts
+    # them). The next message fixes the path and sends the same two Edits again: not repeats of anything.
+    return t.healthy(
+        "Claude Code batch of three Edits: a wrong file name fails, two siblings cancelled, then all pass."
+    )
+
+
+@scenario
+def field_cc_sibling_bash_cancelled_twice() -> Trace:
+    t = Trace("field_cc_sibling_bash_cancelled_twice")
+    m = message_ids("msg_01Bc")
+    t.user("CI is red on the billing service. Get build, lint and tests green.")
+    build = {"command": "cd services/billing && npm run build", "description": "Build billing"}
+    lint = {"command": "cd services/billing && npm run lint", "description": "Lint billing"}
+    status = {"command": "git status --short", "description": "Show changed files"}
+    t.parallel(
+        [
+            (
+                "Bash",
+                build,
+                "src/invoice.ts(42,7): error TS2322: Type 'string | undefined' is not assignable to type 'string'.\n"
+                "Found 1 error in src/invoice.ts:42",
+            ),
+            ("Bash", lint, CC_SIBLING),
+            ("Bash", status, CC_SIBLING),
+        ],
+        message=m(),
+        errors=[True, True, True],
+        outcomes=[None, "cancelled", "cancelled"],
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/services/billing/src/invoice.ts",
+            "old_string": "  const currency: string = customer.currency;",
+            "new_string": "  const currency: string = customer.currency ?? 'EUR';",
+        },
+        cc_edited(
+            "/repo/services/billing/src/invoice.ts", "  const currency: string = customer.currency ?? 'EUR';", 42
+        ),
+        message=m(),
+    )
+    t.turn()
+    t.parallel(
+        [
+            (
+                "Bash",
+                build,
+                "src/tax.ts(17,24): error TS2339: Property 'rate' does not exist on type 'TaxRule'.\n"
+                "Found 1 error in src/tax.ts:17",
+            ),
+            ("Bash", lint, CC_SIBLING),
+            ("Bash", status, CC_SIBLING),
+        ],
+        message=m(),
+        errors=[True, True, True],
+        outcomes=[None, "cancelled", "cancelled"],
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/services/billing/src/tax.ts",
+            "old_string": "  return amount * rule.rate;",
+            "new_string": "  return amount * rule.percentage / 100;",
+        },
+        cc_edited("/repo/services/billing/src/tax.ts", "  return amount * rule.percentage / 100;", 17),
+        message=m(),
+    )
+    t.turn()
+    t.parallel(
+        [
+            ("Bash", build, "> billing@2.4.0 build\n> tsc -p tsconfig.build.json\n"),
+            ("Bash", lint, "> billing@2.4.0 lint\n> eslint src --max-warnings 0\n"),
+            ("Bash", status, " M services/billing/src/invoice.ts\n M services/billing/src/tax.ts\n"),
+        ],
+        message=m(),
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "cd services/billing && npm test -- --silent", "description": "Run billing tests"},
+        "Test Suites: 14 passed, 14 total\nTests:       121 passed, 121 total\nTime:        6.204 s",
+        message=m(),
+    )
+    t.answer("Fixed the two type errors (invoice.ts, tax.ts); build, lint and the 121 tests pass.")
+    # build fails, lint and git status are cancelled as siblings; after an edit the same three calls: build
+    # fails with another error, the two others cancelled again; after a second edit all three run. The
+    # identical lint / status calls cancelled twice count for nothing (no history entry); the build re-runs
+    # follow edits (new epochs) and fail differently
+    return t.healthy("Claude Code: build fails twice with lint and git status cancelled as siblings; edits fix it.")
+
+
+@scenario
+def field_cc_sibling_multiedit_not_unique() -> Trace:
+    t = Trace("field_cc_sibling_multiedit_not_unique")
+    m = message_ids("msg_01Mu")
+    t.user("Move the rate limit numbers into settings: 100 requests per minute, burst 20.")
+    path = "/repo/app/middleware/ratelimit.py"
+    src = (
+        "from app.limiter import TokenBucket\n\n\ndef make_api_limiter():\n    return TokenBucket(rate=100, per=60, "
+        "burst=20)\n\n\ndef make_login_limiter():\n    return TokenBucket(rate=100, per=60, burst=20)\n"
+    )
+    t.parallel(
+        [
+            ("Read", {"file_path": path}, numbered(src)),
+            (
+                "Read",
+                {"file_path": "/repo/app/settings.py"},
+                numbered("DEBUG = False\nDATABASE_URL = env('DATABASE_URL')\n"),
+            ),
+        ],
+        message=m(),
+    )
+    t.turn()
+    multi = {
+        "file_path": path,
+        "edits": [
+            {
+                "old_string": "    return TokenBucket(rate=100, per=60, burst=20)",
+                "new_string": "    return TokenBucket(rate=settings.RATE_LIMIT, per=60, burst=settings.RATE_BURST)",
+            }
+        ],
+    }
+    add = {
+        "file_path": "/repo/app/settings.py",
+        "old_string": "DEBUG = False\n",
+        "new_string": "DEBUG = False\nRATE_LIMIT = 100  # requests per minute\nRATE_BURST = 20\n",
+    }
+    imp = {
+        "file_path": path,
+        "old_string": "from app.limiter import TokenBucket\n",
+        "new_string": "from app import settings\nfrom app.limiter import TokenBucket\n",
+    }
+    t.parallel(
+        [
+            (
+                "MultiEdit",
+                multi,
+                "<tool_use_error>Found 2 matches of the string to replace, but replace_all is false. To replace all "
+                "occurrences, set replace_all to true. To replace only one occurrence, please provide more context "
+                "to uniquely identify the instance.\nString:     return TokenBucket(rate=100, per=60, burst=20)"
+                "</tool_use_error>",
+            ),
+            ("Edit", add, CC_SIBLING),
+            ("Edit", imp, CC_SIBLING),
+        ],
+        message=m(),
+        errors=[True, True, True],
+        outcomes=[None, "cancelled", "cancelled"],
+        interleaved=True,
+    )
+    t.turn()
+    fixed = {**multi, "edits": [{**multi["edits"][0], "replace_all": True}]}
+    t.parallel(
+        [
+            (
+                "MultiEdit",
+                fixed,
+                f"Applied 1 edit to {path}:\n"
+                '1. Replaced "    return TokenBucket(rate=100, per=60, burst=20)" (2 occurrences)',
+            ),
+            ("Edit", add, cc_edited("/repo/app/settings.py", add["new_string"], 1)),
+            ("Edit", imp, cc_edited(path, imp["new_string"], 1)),
+        ],
+        message=m(),
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "python -m pytest -q tests/test_ratelimit.py", "description": "Run rate limit tests"},
+        "....\n4 passed in 0.38s",
+        message=m(),
+    )
+    t.answer("Both limiters now read RATE_LIMIT and RATE_BURST from app/settings.py; tests pass.")
+    # MultiEdit fails (two matches), the two sibling Edits are cancelled; the next message sets replace_all
+    # and sends the same two Edits again, which run. Cancelled calls count for no detector.
+    return t.healthy(
+        "Claude Code: a MultiEdit fails on a non-unique string, two sibling Edits cancelled, then all pass."
+    )
+
+
+@scenario
+def field_cc_edit_refused_twice_then_accepted() -> Trace:
+    t = Trace("field_cc_edit_refused_twice_then_accepted")
+    m = message_ids("msg_01Ux")
+    path = "/repo/src/worker/fetch.py"
+    t.user("The fetch worker gives up too early on slow feeds. Can you make it more patient?")
+    t.call(
+        "Read",
+        {"file_path": path},
+        numbered(
+            "import httpx\n\nTIMEOUT = 10\n\n\ndef fetch(url):\n    return httpx.get(url, timeout=TIMEOUT).text\n"
+        ),
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Edit",
+        {"file_path": path, "old_string": "TIMEOUT = 10", "new_string": "TIMEOUT = 120"},
+        CC_REFUSED,
+        error=True,
+        outcome="refused",
+        message=m(),
+    )
+    t.turn()
+    t.user("No, not a two minute timeout. Retry instead.")
+    t.call(
+        "Edit",
+        {
+            "file_path": path,
+            "old_string": "    return httpx.get(url, timeout=TIMEOUT).text",
+            "new_string": "    for attempt in range(10):\n        try:\n"
+            "            return httpx.get(url, timeout=TIMEOUT).text\n"
+            "        except httpx.TimeoutException:\n            continue\n    raise TimeoutError(url)",
+        },
+        CC_REFUSED,
+        error=True,
+        outcome="refused",
+        message=m(),
+    )
+    t.turn()
+    t.user("Use tenacity, we already depend on it. 3 attempts with exponential backoff.")
+    t.call(
+        "Edit",
+        {
+            "file_path": path,
+            "old_string": "def fetch(url):",
+            "new_string": "@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, max=20),\n"
+            "       retry=retry_if_exception_type(httpx.TimeoutException))\ndef fetch(url):",
+        },
+        cc_edited(path, "@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, max=20),", 6),
+        message=m(),
+    )
+    t.call(
+        "Edit",
+        {
+            "file_path": path,
+            "old_string": "import httpx\n",
+            "new_string": "import httpx\nfrom tenacity import retry, retry_if_exception_type, stop_after_attempt, "
+            "wait_exponential\n",
+        },
+        cc_edited(path, "from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential", 2),
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "python -m pytest -q tests/test_fetch.py", "description": "Run fetch tests"},
+        "......\n6 passed in 0.92s",
+        message=m(),
+    )
+    t.answer("fetch() now retries timeouts 3 times with exponential backoff (tenacity); tests pass.")
+    # two Edits refused in the permission prompt (outcome refused: no history, and the user's say like a
+    # user_message), the user explains, the third approach is accepted
+    return t.healthy(
+        "Claude Code: the user refuses two different Edits in the permission prompt, then accepts a third."
+    )
+
+
+@scenario
+def field_cc_same_push_refused_three_times() -> Trace:
+    t = Trace("field_cc_same_push_refused_three_times")
+    m = message_ids("msg_01Gp")
+    push = {"command": "git push -u origin fix/rate-limit-headers", "description": "Push the branch"}
+    t.user("Fix the missing Retry-After header on 429 responses and push a branch.")
+    t.call(
+        "Edit",
+        {
+            "file_path": "/repo/app/middleware/ratelimit.py",
+            "old_string": "        return JSONResponse({'error': 'rate limited'}, status_code=429)",
+            "new_string": "        return JSONResponse({'error': 'rate limited'}, status_code=429,\n"
+            "                            headers={'Retry-After': str(bucket.retry_after())})",
+        },
+        cc_edited("/repo/app/middleware/ratelimit.py", "                            headers={'Retry-After': ...})", 31),
+        message=m(),
+    )
+    t.call(
+        "Bash",
+        {"command": "git checkout -b fix/rate-limit-headers && git commit -am 'ratelimit: send Retry-After'"},
+        "Switched to a new branch 'fix/rate-limit-headers'\n[fix/rate-limit-headers 3c1d0e2] ratelimit: send "
+        "Retry-After\n 1 file changed, 2 insertions(+), 1 deletion(-)",
+        message=m(),
+    )
+    t.turn()
+    t.call("Bash", push, CC_REFUSED, error=True, outcome="refused", message=m())
+    t.turn()
+    t.text("Pushing again so the branch is on the remote.")
+    t.call("Bash", push, CC_REFUSED, error=True, outcome="refused", message=m())
+    t.turn()
+    t.user("Run the tests first.")
+    t.call(
+        "Bash",
+        {"command": "python -m pytest -q tests/test_ratelimit.py", "description": "Run rate limit tests"},
+        ".....\n5 passed in 0.41s",
+        message=m(),
+    )
+    t.turn()
+    t.call("Bash", push, CC_REFUSED, error=True, outcome="refused", message=m())
+    t.turn()
+    t.user("I'll push it myself after review. Just summarise.")
+    t.answer("Branch fix/rate-limit-headers (3c1d0e2) adds Retry-After to 429 responses; 5 tests pass. Not pushed.")
+    # the identical git push refused three times (twice in a row, then after the tests): refused calls leave
+    # no history entry and count for no detector, and each refusal is the user's input
+    return t.healthy("Claude Code asks three times to push the same branch; the user refuses each time.")
+
+
+@scenario
+def field_codex_commands_rejected_by_user() -> Trace:
+    t = Trace("field_codex_commands_rejected_by_user", id_prefix="call_")
+    m = message_ids("resp_68c1")
+    t.user("The release build of the CLI fails on my machine. Figure out why.")
+
+    def sh(cmd: str) -> dict[str, Any]:
+        return {"command": ["bash", "-lc", cmd], "workdir": "/home/dev/acme-cli", "timeout_ms": 120000}
+
+    t.call(
+        "shell",
+        sh("cargo build --release 2>&1 | tail -4"),
+        "error: linker `cc` not found\n  |\n  = note: No such "
+        'file or directory (os error 2)\n\nerror: could not compile `acme-cli` (bin "acme") due to 1 previous error',
+        error=True,
+        message=m(),
+    )
+    t.call(
+        "shell",
+        sh("rm -rf target && cargo build --release"),
+        "exec command rejected by user",
+        error=True,
+        outcome="refused",
+        message=m(),
+    )
+    t.call(
+        "shell",
+        sh("sudo apt-get install -y build-essential"),
+        "exec command rejected by user",
+        error=True,
+        outcome="refused",
+        message=m(),
+    )
+    t.user("Don't install anything system-wide. We have a nix shell for this.")
+    t.call(
+        "shell",
+        sh("cat shell.nix"),
+        "{ pkgs ? import <nixpkgs> {} }:\npkgs.mkShell {\n  buildInputs = "
+        "[ pkgs.rustc pkgs.cargo pkgs.gcc pkgs.openssl pkgs.pkg-config ];\n}\n",
+        message=m(),
+    )
+    t.call(
+        "shell",
+        sh("nix-shell --run 'cargo build --release 2>&1 | tail -2'"),
+        "   Compiling acme-cli v0.14.2 (/home/dev/acme-cli)\n    Finished `release` profile [optimized] target(s) "
+        "in 41.07s",
+        message=m(),
+    )
+    t.answer("The system has no C linker; inside `nix-shell` (gcc from shell.nix) the release build succeeds.")
+    # Codex CLI, one call per response (message ids, no turns). Two different commands rejected by the user
+    # (outcome refused: not run, no history), then the user's words; no call repeats
+    return t.healthy("Codex CLI: a build fails, the user rejects two commands, points to the nix shell; it builds.")
+
+
+# -------------------------------------------------------------------------------------------------
+# several calls of one message failing together (run one by one), then a fix
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_anthropic_bash_batch_fails_then_fix() -> Trace:
+    t = Trace("field_anthropic_bash_batch_fails_then_fix")
+    m = message_ids("msg_01Ab")
+    t.call(
+        "bash",
+        {"command": "cat package.json | head -20"},
+        '{\n  "name": "@acme/api",\n  "workspaces": '
+        '["packages/*"],\n  "dependencies": { "@acme/shared": "workspace:*" }\n}',
+        message=m(),
+    )
+    t.turn()
+    batch = t.parallel(
+        [
+            (
+                "bash",
+                {"command": "npm test -w @acme/api 2>&1 | tail -3"},
+                "FAIL src/routes/orders.test.ts\n  ● Test suite failed to run\n    Cannot find module '@acme/shared' "
+                "from 'src/routes/orders.ts'",
+            ),
+            (
+                "bash",
+                {"command": "npx tsc -p packages/api --noEmit"},
+                "packages/api/src/routes/orders.ts(3,29): error TS2307: Cannot find module '@acme/shared' or its "
+                "corresponding type declarations.",
+            ),
+            (
+                "bash",
+                {"command": "npx eslint packages/api/src"},
+                "packages/api/src/routes/orders.ts\n  3:29  error  Unable to resolve path to module '@acme/shared'  "
+                "import/no-unresolved\n\n✖ 1 problem (1 error, 0 warnings)",
+            ),
+            (
+                "bash",
+                {"command": "node -e \"require('@acme/shared')\""},
+                "node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\nError: Cannot find module '@acme/shared'\n"
+                "Require stack:\n- /repo/[eval]",
+            ),
+        ],
+        message=m(),
+        errors=[True, True, True, True],
+        interleaved=True,
+    )
+    t.turn()
+    t.call("bash", {"command": "ls packages/shared"}, "package.json\nsrc\ntsconfig.json", message=m())
+    t.turn()
+    t.call(
+        "bash",
+        {"command": "npm run build -w @acme/shared && ls packages/shared/dist"},
+        "> @acme/shared@1.3.0 build\n> tsc -p tsconfig.build.json\n\nindex.d.ts\nindex.js",
+        message=m(),
+    )
+    t.turn()
+    t.parallel(
+        [
+            (
+                "bash",
+                {"command": "npm test -w @acme/api 2>&1 | tail -3"},
+                "Test Suites: 9 passed, 9 total\nTests:       64 passed, 64 total\nTime:        4.81 s",
+            ),
+            ("bash", {"command": "npx tsc -p packages/api --noEmit"}, ""),
+            ("bash", {"command": "npx eslint packages/api/src"}, ""),
+        ],
+        message=m(),
+        interleaved=True,
+    )
+    t.answer("@acme/shared had never been built (no dist/); after building it, tests, types and lint pass.")
+    # one message, four commands run one by one, four failures, each with its own error (four programs, four
+    # texts): no identical call failed twice, no error came back twice; the calls share one step anyway.
+    # Then the workspace is built and the same checks pass. Nothing repeats.
+    return t.healthy(
+        f"Agent runs four checks in one message (calls {batch[0]}-{batch[-1]}), all fail differently; "
+        "it builds the shared package and they pass."
+    )
+
+
+@scenario
+def field_codex_shell_batch_fails_then_fix() -> Trace:
+    t = Trace("field_codex_shell_batch_fails_then_fix", id_prefix="call_")
+    m = message_ids("resp_68d4")
+
+    def sh(cmd: str) -> dict[str, Any]:
+        return {"command": ["bash", "-lc", cmd], "workdir": "/work/feedparse"}
+
+    t.user("Run the test suite and the type checker and fix whatever is broken.")
+    t.parallel(
+        [
+            (
+                "shell",
+                sh("pytest -q tests/test_parser.py"),
+                "ImportError while importing test module '/work/feedparse/tests/test_parser.py'.\nE   "
+                "ModuleNotFoundError: No module named 'yaml'",
+            ),
+            (
+                "shell",
+                sh("mypy src/feedparse"),
+                'src/feedparse/config.py:3: error: Library stubs not installed for "yaml"  [import-untyped]\n'
+                "Found 1 error in 1 file (checked 9 source files)",
+            ),
+            (
+                "shell",
+                sh("python scripts/gen_schema.py --check"),
+                'Traceback (most recent call last):\n  File "/work/feedparse/scripts/gen_schema.py", line 4, in '
+                '<module>\n    from feedparse.config import load\n  File "/work/feedparse/src/feedparse/config.py", '
+                "line 3, in <module>\n    import yaml\nModuleNotFoundError: No module named 'yaml'",
+            ),
+        ],
+        message=m(),
+        errors=[True, True, True],
+        interleaved=True,
+    )
+    t.call("shell", sh("grep -n yaml pyproject.toml"), "", error=True, message=m())
+    t.call(
+        "apply_patch",
+        {
+            "input": '*** Begin Patch\n*** Update File: pyproject.toml\n@@\n dependencies = [\n     "httpx>=0.27",\n'
+            '+    "pyyaml>=6.0",\n ]\n*** End Patch'
+        },
+        "Success. Updated the following files:\nM pyproject.toml",
+        message=m(),
+    )
+    t.call(
+        "shell",
+        sh("pip install -e '.[dev]' types-PyYAML -q"),
+        "Successfully installed PyYAML-6.0.2 feedparse-0.3.0 types-PyYAML-6.0.12.20240917",
+        message=m(),
+    )
+    t.parallel(
+        [
+            ("shell", sh("pytest -q tests/test_parser.py"), "...........\n11 passed in 0.22s"),
+            ("shell", sh("mypy src/feedparse"), "Success: no issues found in 9 source files"),
+            ("shell", sh("python scripts/gen_schema.py --check"), "schema up to date"),
+        ],
+        message=m(),
+        interleaved=True,
+    )
+    t.answer("PyYAML was imported but not declared; added it to pyproject.toml and installed it. All green.")
+    # Codex runs one response's three commands one by one: three failures, three programs (pytest, mypy,
+    # python), three texts (two end with the same ModuleNotFoundError line, but the whole texts differ).
+    # grep finds nothing (exit 1, empty), then the patch and the install, then the same three pass.
+    return t.healthy("Codex: tests, mypy and a script fail in one response (missing PyYAML); patch, install, all pass.")
+
+
+@scenario
+def field_sql_batch_fails_then_fix() -> Trace:
+    t = Trace("field_sql_batch_fails_then_fix", id_prefix="call_")
+    m = message_ids("chatcmpl-BXq")
+    t.user("How many orders did new customers place per week in October? Split by country.")
+    t.parallel(
+        [
+            (
+                "run_sql",
+                {"sql": "SELECT count(*) FROM analytics.orders_daily WHERE day >= '2025-10-01'"},
+                'ERROR:  relation "analytics.orders_daily" does not exist\nLINE 1: SELECT count(*) FROM '
+                "analytics.orders_daily WHERE day >= '2025-...\n                             ^",
+            ),
+            (
+                "run_sql",
+                {"sql": "SELECT country, count(*) FROM analytics.customers WHERE signup_dt >= '2025-10-01' GROUP BY 1"},
+                'ERROR:  column "signup_dt" does not exist\nLINE 1: ...y, count(*) FROM analytics.customers WHERE '
+                "signup_dt >= '...\n                                                             ^\nHINT:  Perhaps "
+                'you meant to reference the column "customers.signup_date".',
+            ),
+            (
+                "run_sql",
+                {"sql": "SELECT date_trunc('week', created) AS wk, count(*) FROM analytics.orders GROUP BY 1"},
+                "ERROR:  function date_trunc(unknown, text) does not exist\nLINE 1: SELECT date_trunc('week', created) "
+                "AS wk, count(*) FROM analytics...\n               ^\nHINT:  No function matches the given name and "
+                "argument types. You might need to add explicit type casts.",
+            ),
+        ],
+        message=m(),
+        errors=[True, True, True],
+        interleaved=True,
+    )
+    t.turn()
+    t.call(
+        "describe_table",
+        {"table": "analytics.orders"},
+        "id bigint, customer_id bigint, created text (ISO 8601), total_eur numeric(10,2), status text",
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "run_sql",
+        {
+            "sql": "SELECT c.country, date_trunc('week', o.created::timestamptz) AS wk, count(*) "
+            "FROM analytics.orders o "
+            "JOIN analytics.customers c ON c.id = o.customer_id WHERE c.signup_date >= '2025-10-01' AND "
+            "o.created::timestamptz < '2025-11-01' GROUP BY 1, 2 ORDER BY 2, 1"
+        },
+        json.dumps(
+            [
+                ["DE", "2025-09-29", 118],
+                ["FR", "2025-09-29", 64],
+                ["DE", "2025-10-06", 201],
+                ["FR", "2025-10-06", 97],
+                ["DE", "2025-10-13", 188],
+            ]
+        ),
+        message=m(),
+    )
+    t.answer("New customers' orders per week in October, by country: DE 118/201/188..., FR 64/97/... (table above).")
+    # one response asks for three queries; the agent runs them one by one and each fails with its own
+    # Postgres error (no target: the same error would count at 3, but no two texts are the same). Then the
+    # schema, then one query that works.
+    return t.healthy("Data agent: three SQL queries in one response fail with three different errors; then it works.")
+
+
+# -------------------------------------------------------------------------------------------------
+# idle stalls: turns without a tool call
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_idle_three_thoughts_then_fix() -> Trace:
+    t = Trace("field_idle_three_thoughts_then_fix")
+    ed = "str_replace_based_edit_tool"
+    t.call(
+        "bash",
+        {"command": "python -m pytest -q tests/test_slugify.py"},
+        "F.\nE   AssertionError: assert 'creme-brulee' == 'crème-brûlée'\n1 failed, 1 passed in 0.05s",
+        error=True,
+    )
+    t.turn()
+    t.call(
+        ed,
+        {"command": "view", "path": "/repo/src/text/slugify.py"},
+        cat_n(
+            "/repo/src/text/slugify.py",
+            "import re\nimport unicodedata\n\n\ndef slugify(s):\n    s = unicodedata.normalize('NFKD', s)\n"
+            "    s = s.encode('ascii', 'ignore').decode()\n"
+            "    return re.sub(r'[^a-z0-9]+', '-', s.lower()).strip('-')\n",
+        ),
+    )
+    t.turn()
+    onset = t.calls
+    for words in [
+        "The test expects accents to be kept, but slugify strips them through the ASCII encode.",
+        "Either the test is wrong or the function should keep Unicode letters; the docstring of the test says "
+        "'slugs keep non-ASCII letters for the French site'.",
+        "So the fix is in slugify: drop the ASCII step and let the regex accept Unicode word characters.",
+    ]:
+        t.text(words)
+        t.turn()
+    at = t.calls
+    t.call(
+        ed,
+        {
+            "command": "str_replace",
+            "path": "/repo/src/text/slugify.py",
+            "old_str": "    s = s.encode('ascii', 'ignore').decode()\n"
+            "    return re.sub(r'[^a-z0-9]+', '-', s.lower()).strip('-')",
+            "new_str": "    s = unicodedata.normalize('NFC', s)\n"
+            "    return re.sub(r'[^\\w]+', '-', s.lower()).strip('-')",
+        },
+        "The file /repo/src/text/slugify.py has been edited.",
+    )
+    t.turn()
+    t.call("bash", {"command": "python -m pytest -q tests/test_slugify.py"}, "..\n2 passed in 0.04s")
+    t.answer("slugify keeps non-ASCII letters now; both tests pass.")
+    # three text-only turns in a row with no user input: the 3rd turn end is a no_action signal (given at the
+    # last call so far). Three different texts: weak evidence -> advise, never a halt; the next turn edits
+    return t.loop(
+        "no_action",
+        at,
+        onset,
+        "Coding agent thinks aloud for three turns in different words, then writes the fix.",
+        halt=None,
+    )
+
+
+@scenario
+def field_idle_five_thoughts_then_query() -> Trace:
+    t = Trace("field_idle_five_thoughts_then_query")
+    t.call(
+        "list_tables",
+        {"schema": "sales"},
+        ["orders", "order_items", "customers", "products", "refunds"],
+        think=3.0,
+    )
+    t.turn()
+    t.call(
+        "describe_table",
+        {"table": "sales.refunds"},
+        "id bigint, order_id bigint, amount_eur numeric, reason text, created_at timestamptz",
+    )
+    t.turn()
+    onset = t.calls
+    for words in [
+        "Net revenue is gross order value minus refunds, but refunds can come in a later month than the order.",
+        "If I attribute refunds to the refund month, October looks worse than it was.",
+        "The finance team's definition in the README attributes refunds to the order month.",
+        "Then I need to join refunds to orders and group by the order's month, not the refund's.",
+        "I also have to exclude test orders; customers with an @acme.test email are internal.",
+    ]:
+        t.text(words)
+        t.turn()
+    at = onset  # the advice comes at the 3rd idle turn end, at the last call so far
+    t.call(
+        "run_sql",
+        {
+            "sql": "SELECT date_trunc('month', o.created_at) AS m, sum(o.total_eur) - coalesce(sum(r.amount_eur), 0) "
+            "FROM sales.orders o LEFT JOIN sales.refunds r ON r.order_id = o.id JOIN sales.customers c ON c.id = "
+            "o.customer_id WHERE c.email NOT LIKE '%@acme.test' GROUP BY 1 ORDER BY 1"
+        },
+        json.dumps([["2025-09-01", 412880.15], ["2025-10-01", 398104.62], ["2025-11-01", 120930.4]]),
+    )
+    t.answer("Net revenue by order month: Sep 412,880, Oct 398,105, Nov (partial) 120,930 EUR.")
+    # five text-only turns in different words: advice at the 3rd (weak), warnings at the 4th and 5th
+    # (patience 3), then a query: never halted
+    return t.loop(
+        "no_action",
+        at,
+        onset,
+        "Analytics agent reasons for five text-only turns in different words, then runs the query.",
+        halt=None,
+    )
+
+
+@scenario
+def field_idle_invalid_calls_and_text_recover() -> Trace:
+    t = Trace("field_idle_invalid_calls_and_text_recover")
+    t.user("Book me a table for 2 at Nopa tomorrow at 19:30.")
+    t.call(
+        "search_restaurants",
+        {"name": "Nopa", "city": "San Francisco"},
+        [{"restaurant_id": "rst_4471", "name": "Nopa", "address": "560 Divisadero St"}],
+    )
+    t.turn()
+    t.call(
+        "check_availability",
+        {"restaurant_id": "rst_4471", "date": "2025-12-01", "time": "19:30", "party_size": 2},
+        {"available": True, "slots": ["19:15", "19:30", "20:00"]},
+    )
+    t.turn()
+    onset = t.calls
+    t.turn(error="invalid tool call: create_booking is missing required argument 'party_size'")
+    t.text("The slot is free; I need to pass the party size and the contact name.")
+    t.turn()
+    t.turn(error="invalid tool call: arguments are not valid JSON (Expecting ',' delimiter: line 1 column 64)")
+    t.text("Retrying the booking with all fields.")
+    t.turn()
+    at = onset
+    t.call(
+        "create_booking",
+        {"restaurant_id": "rst_4471", "date": "2025-12-01", "time": "19:30", "party_size": 2, "name": "Sam Ortiz"},
+        {"booking_id": "bk_99120", "status": "confirmed"},
+    )
+    t.turn()
+    t.answer("Booked: Nopa, tomorrow 19:30, 2 people (bk_99120).")
+    # four turns in a row without a valid call and without the user writing: an invalid call, words, another
+    # (different) invalid call, words. The 3rd is a no_action signal; they differ, so weak: advise, then a
+    # warning at the 4th; the next turn books. Never halted.
+    return t.loop(
+        "no_action",
+        at,
+        onset,
+        "Booking agent: two different invalid calls and two text turns in a row, then a valid booking.",
+        halt=None,
+    )
+
+
+@scenario
+def field_idle_same_words_every_turn() -> Trace:
+    t = Trace("field_idle_same_words_every_turn")
+    t.call("read_file", {"path": "migrations/0042_add_index.sql"}, "CREATE INDEX idx_events_ts ON events (ts);")
+    t.call("query_db", {"sql": "SELECT count(*) FROM events"}, "[[418220931]]")
+    t.turn()
+    onset = t.calls
+    for _ in range(7):
+        t.text("I'll rewrite the migration to use CREATE INDEX CONCURRENTLY so the table is not locked.")
+        t.turn()
+    # the same words every turn, no call, no user: the 3rd idle turn is advised (strong: the three said the
+    # same), the 4th blocked (nothing new since), the 5th halts (the same loop after its block). Turn-level
+    # verdicts carry the last call's index (call 2) -> advice and halt both at call 2.
+    return t.loop(
+        "no_action",
+        onset,
+        onset,
+        "The agent writes the same sentence for seven turns and never calls a tool.",
+        halt=onset,
+    )
+
+
+@scenario
+def field_idle_same_invalid_call_every_turn() -> Trace:
+    t = Trace("field_idle_same_invalid_call_every_turn", id_prefix="call_")
+    t.call(
+        "get_ticket",
+        {"ticket_id": 88213},
+        {"ticket_id": 88213, "subject": "Refund not received", "order_id": "ORD-66120", "status": "open"},
+    )
+    t.turn()
+    t.call(
+        "get_order",
+        {"order_id": "ORD-66120"},
+        {"order_id": "ORD-66120", "refund": {"id": "re_5Tq1", "state": "succeeded", "on": "2025-11-21"}},
+    )
+    t.turn()
+    onset = t.calls
+    for _ in range(6):
+        t.turn(error="unknown tool 'reply_to_ticket' (available: get_ticket, get_order, send_reply, close_ticket)")
+    # the same invalid call every turn: strong evidence. 3rd turn advised, 4th blocked, 5th halted (the
+    # verdicts of turn ends carry the last call's index, 2)
+    return t.loop(
+        "no_action",
+        onset,
+        onset,
+        "Support agent calls a tool that does not exist, the same way, six turns in a row.",
+        halt=onset,
+    )
+
+
+@scenario
+def field_idle_empty_replies() -> Trace:
+    t = Trace("field_idle_empty_replies")
+    t.call(
+        "web_search",
+        {"query": "Postgres 17 release date incremental backup"},
+        [
+            {
+                "title": "PostgreSQL 17 Released!",
+                "url": "https://www.postgresql.org/about/news/postgresql-17-released-2936/",
+            }
+        ],
+    )
+    t.turn()
+    t.call(
+        "fetch_url",
+        {"url": "https://www.postgresql.org/about/news/postgresql-17-released-2936/"},
+        "PostgreSQL 17 Released! Posted on 2024-09-26. ... pg_basebackup now supports incremental backup ...",
+    )
+    t.turn()
+    onset = t.calls
+    for _ in range(5):
+        t.turn(tokens=(5200, 0))  # the model returned nothing: no words, no call
+    # empty replies: "the same reply three times in a row (... an empty reply) is the loop itself": the 3rd
+    # advised, the 4th blocked, the 5th halts
+    return t.loop(
+        "no_action",
+        onset,
+        onset,
+        "Research agent gets five empty model replies in a row after fetching its source.",
+        halt=onset,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# re-read stalls: ranges already seen, in a varying order, then new work
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_reread_ranges_varying_order_then_edit() -> Trace:
+    t = Trace("field_reread_ranges_varying_order_then_edit")
+    ed = "str_replace_based_edit_tool"
+    p = "/repo/sched/planner.py"
+    parts = {
+        "a": (p, [1, 60], "class Planner:\n    def __init__(self, slots):\n        self.slots = slots\n", 1),
+        "b": (p, [60, 140], "    def assign(self, job):\n        slot = self._first_free(job)\n", 60),
+        "c": ("/repo/sched/slots.py", None, "def overlaps(a, b):\n    return a.start < b.end and b.start < a.end\n", 1),
+        "d": ("/repo/tests/test_planner.py", [1, 50], "def test_back_to_back_jobs():\n    ...\n", 1),
+        "e": ("/repo/sched/jobs.py", None, "@dataclass\nclass Job:\n    start: int\n    end: int\n", 1),
+    }
+    calls = {}
+    for k, (path, rng, body, start) in parts.items():
+        args: dict[str, Any] = {"command": "view", "path": path}
+        if rng:
+            args["view_range"] = rng
+        calls[k] = (ed, args, cat_n(path, body, start))
+    for k in "abcde":
+        t.call(*calls[k])
+        t.turn()
+    onset = t.calls + 1
+    stale = []
+    for k in "cadb":
+        stale.append(t.call(*calls[k]))
+        t.turn()
+    at = t.call(*calls["e"])
+    t.turn()
+    t.call(*calls["a"])
+    t.turn()
+    t.call(
+        ed,
+        {
+            "command": "str_replace",
+            "path": "/repo/sched/slots.py",
+            "old_str": "    return a.start < b.end and b.start < a.end",
+            "new_str": "    return a.start < b.end and b.start < a.end and a.end != b.start",
+        },
+        "The file /repo/sched/slots.py has been edited.",
+    )
+    t.turn()
+    t.call("bash", {"command": "python -m pytest -q tests/test_planner.py"}, "......\n6 passed in 0.09s")
+    t.answer("Back-to-back jobs no longer count as overlapping; planner tests pass.")
+    # five new views (calls 1-5), then the same five again in another order: c, a, d, b are stale (4 in a
+    # row), e would be the 5th stale call in a row -> Cycle (call 10). Not a short cycle (no A,B,A,B or
+    # A,B,C,A,B,C) and not one cycle repeated exactly (c at 6 does not repeat a at 1): weak evidence ->
+    # advise; call 11 runs with a warning; the edit and the test are new work. Never halted.
+    return t.loop(
+        "cycle",
+        at,
+        onset,
+        "Agent re-views five file ranges it has seen, in another order, then edits and tests.",
+        halt=None,
+    )
+
+
+@scenario
+def field_cc_reread_parallel_ranges_then_edit() -> Trace:
+    t = Trace("field_cc_reread_parallel_ranges_then_edit")
+    m = message_ids("msg_01Rr")
+    t.user("The exporter drops the last row of every CSV. Find out why and fix it.")
+    exp = "/repo/exporter/csv_writer.go"
+    a = (
+        "Read",
+        {"file_path": exp, "offset": 1, "limit": 120},
+        numbered("package exporter\n\nfunc (w *Writer) Flush() {\n\tfor i := 0; i < len(w.rows)-1; i++ {\n"),
+    )
+    b = ("Read", {"file_path": "/repo/exporter/rows.go"}, numbered("package exporter\n\ntype Row []string\n"))
+    g = (
+        "Grep",
+        {"pattern": "Flush\\(", "path": "/repo/exporter", "output_mode": "content", "-n": True},
+        "/repo/exporter/csv_writer.go:3:func (w *Writer) Flush() {\n/repo/exporter/export.go:58:\tw.Flush()",
+    )
+    a2 = ("Read", {"file_path": exp, "offset": 120, "limit": 80}, numbered("\tw.buf.Flush()\n}\n", 120))
+    c = (
+        "Read",
+        {"file_path": "/repo/exporter/export.go", "offset": 40, "limit": 40},
+        numbered("\tfor _, r := range rows {\n\t\tw.Add(r)\n\t}\n\tw.Flush()\n", 40),
+    )
+    t.parallel([a, b], message=m())
+    t.turn()
+    t.call(*g, message=m())
+    t.turn()
+    t.call(*a2, message=m())
+    t.turn()
+    t.call(*c, message=m())
+    t.turn()
+    onset = t.calls + 1
+    t.parallel([b, a], message=m())  # stale 1, 2
+    t.turn()
+    t.call(*c, message=m())  # stale 3
+    t.turn()
+    t.call(*a2, message=m())  # stale 4
+    t.turn()
+    at = t.call(*b, message=m())  # would be the 5th stale call in a row
+    t.turn()
+    t.call(
+        "Edit",
+        {
+            "file_path": exp,
+            "old_string": "\tfor i := 0; i < len(w.rows)-1; i++ {",
+            "new_string": "\tfor i := 0; i < len(w.rows); i++ {",
+        },
+        cc_edited(exp, "\tfor i := 0; i < len(w.rows); i++ {", 4),
+        message=m(),
+    )
+    t.turn()
+    t.call(
+        "Bash",
+        {"command": "go test ./exporter/...", "description": "Run exporter tests"},
+        "ok  \tgithub.com/acme/exporter\t0.214s",
+        message=m(),
+    )
+    t.answer("Flush looped to len(rows)-1; it now writes every row. Tests pass.")
+    # calls 1-5 new (Read, Read, Grep, Read, Read). Then re-reads of what was seen, in a varying order (one
+    # parallel pair, then one per message): b, a, c, a2 stale (4 in a row), and b (call 10) would be the 5th
+    # -> Cycle. No period-2 or period-3 cycle, not one cycle repeated exactly (b at 6 repeats b at 2, but a
+    # at 7 is not g at 3): weak evidence, advice. The next message edits. Never halted.
+    # (Label fixed after the first replay: the first version sent a2 and b as one parallel pair, so a2 had
+    # not returned when b was checked; a call is stale when its result came back the same, so b was not the
+    # 5th stale call in a row; the last re-reads were meant to come one per message.)
+    return t.loop(
+        "cycle",
+        at,
+        onset,
+        "Claude Code re-reads file ranges it has seen, in a varying order, then fixes the loop bound.",
+        halt=None,
+    )
+
+
+@scenario
+def field_reread_stall_warned_blocked_then_recovers() -> Trace:
+    t = Trace("field_reread_stall_warned_blocked_then_recovers")
+    ed = "str_replace_editor"
+    test_fail = (
+        "F\nE   AssertionError: expected 3 retries, got 4\n\ntests/test_backoff.py:22: AssertionError\n"
+        "1 failed in 0.12s"
+    )
+    t.call("bash", {"command": "python -m pytest -q tests/test_backoff.py"}, test_fail, error=True)
+    t.turn()
+
+    def view(path: str, rng: list[int] | None, body: str, start: int = 1) -> tuple[str, Any, str]:
+        args: dict[str, Any] = {"command": "view", "path": path}
+        if rng:
+            args["view_range"] = rng
+        return (ed, args, cat_n(path, body, start))
+
+    f1 = view("/repo/netutil/backoff.py", None, "def backoff(attempt):\n    return min(2 ** attempt, 30)\n")
+    f2 = view("/repo/netutil/client.py", None, "class Client:\n    max_retries = 3\n")
+    f3a = view("/repo/netutil/retry.py", [1, 50], "def call_with_retry(fn, max_retries):\n    attempt = 0\n")
+    f3b = view("/repo/netutil/retry.py", [50, 110], "    while attempt <= max_retries:\n        attempt += 1\n", 50)
+    for v in (f1, f2, f3a, f3b):
+        t.call(*v)
+        t.turn()
+    onset = t.calls + 1
+    for v in (f2, f3a, f1, f3b):  # stale 1-4
+        t.call(*v)
+        t.turn()
+    at = t.call(*f3a)  # would be the 5th stale call in a row
+    t.turn()
+    for v in (f2, f1, f3b, f1, f2):  # warnings, then blocks: the weak loop goes on
+        t.call(*v)
+        t.turn()
+    t.call(
+        ed,
+        {
+            "command": "str_replace",
+            "path": "/repo/netutil/retry.py",
+            "old_str": "    while attempt <= max_retries:",
+            "new_str": "    while attempt < max_retries:",
+        },
+        "The file /repo/netutil/retry.py has been edited.",
+    )
+    t.turn()
+    t.call("bash", {"command": "python -m pytest -q tests/test_backoff.py"}, ".\n1 passed in 0.11s")
+    t.answer("Off-by-one in call_with_retry (<= instead of <): fixed; the backoff test passes.")
+    # calls 2-5 new views; then f2, f3a, f1, f3b (stale 1-4) and f3a (call 10) would be the 5th stale call in
+    # a row -> Cycle, advise. Order varies (not a 2- or 3-call cycle, not one cycle repeated exactly): weak.
+    # Calls 11-13 run with a warning (patience 3), calls 14-15 are blocked; then the edit and the test pass.
+    # Weak evidence never halts. (Drift does not count these re-reads: the same view again with the same result
+    # is a repeat, not a reworded search.)
+    return t.loop(
+        "cycle",
+        at,
+        onset,
+        "Agent re-views four ranges in a varying order for ten calls (advised, warned, blocked), then fixes it.",
+        halt=None,
+    )
+
+
+@scenario
+def field_support_reread_kb_stall_then_reply() -> Trace:
+    t = Trace("field_support_reread_kb_stall_then_reply", id_prefix="call_")
+    ticket = (
+        "get_ticket",
+        {"ticket_id": 51207},
+        {"subject": "2FA codes not arriving by SMS", "customer_id": "cus_8812", "priority": "high", "channel": "email"},
+    )
+    kb1 = (
+        "get_article",
+        {"article_id": "kb-2fa-sms"},
+        "SMS codes can be delayed by carriers. Ask the customer to "
+        "switch to an authenticator app under Settings > Security > Two-factor.",
+    )
+    kb2 = (
+        "get_article",
+        {"article_id": "kb-2fa-backup"},
+        "Backup codes: each account has 10 one-time backup codes "
+        "shown when 2FA was enabled. Support can reset 2FA after identity verification (form ID-VER-2).",
+    )
+    cust = (
+        "get_customer",
+        {"customer_id": "cus_8812"},
+        {"name": "Ines Duarte", "phone_country": "PT", "twofa": "sms", "verified_identity": False},
+    )
+    logs = (
+        "get_sms_logs",
+        {"customer_id": "cus_8812", "days": 7},
+        [{"at": "2025-11-29T10:02:11Z", "carrier": "MEO", "state": "undelivered"}],
+    )
+    for c in (ticket, kb1, kb2, cust, logs):
+        t.call(*c)
+        t.turn()
+    onset = t.calls + 1
+    for c in (kb2, ticket, kb1, cust):  # stale 1-4, order varies
+        t.call(*c)
+        t.turn()
+    at = t.call(*kb2)  # would be the 5th stale call in a row
+    t.turn()
+    t.call(
+        "send_reply",
+        {
+            "ticket_id": 51207,
+            "body": "Hi Ines, MEO has not delivered our last SMS codes. Please sign in with one of your backup codes "
+            "and switch to an authenticator app; if you have none, reply and we'll verify your identity.",
+        },
+        {"sent": True, "message_id": "m_77120"},
+    )
+    t.call("set_ticket_status", {"ticket_id": 51207, "status": "pending"}, {"ok": True})
+    t.answer("Replied with the backup-code route and set the ticket to pending.")
+    # ticket, two articles, customer, SMS logs (all new); then four of them again in another order (stale
+    # 1-4) and kb-2fa-backup once more (call 10): the 5th stale call in a row -> Cycle, weak (the order
+    # varies: kb2 at 6 does not repeat the ticket at 1 one period back). The reply is sent next. No halt.
+    return t.loop(
+        "cycle",
+        at,
+        onset,
+        "Support agent re-reads the ticket, KB articles and customer in another order, then replies.",
+        halt=None,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# no model turns: a program calling a tool in a loop, an MCP client through the proxy
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_script_loop_same_rates() -> Trace:
+    t = Trace("field_script_loop_same_rates", with_ids=False)
+    t.call("load_config", {"path": "jobs/fx_sync.yaml"}, {"base": "EUR", "symbols": ["USD", "GBP", "JPY"]}, think=0.3)
+    rates = {
+        "base": "EUR",
+        "date": "2025-11-28",
+        "rates": {"USD": 1.0563, "GBP": 0.8342, "JPY": 161.87},
+        "timestamp": 1764374399,
+    }
+    idx = [
+        t.call("fetch_rates", {"base": "EUR", "symbols": "USD,GBP,JPY"}, rates, think=0.002, took=0.001)
+        for _ in range(40)
+    ]
+    # a `while rates == last: fetch again` loop with no model, no turn_end, no message ids, ~330 calls per
+    # second. Each call follows a result: a new step. Repeat: the 3rd identical call (idx[2]) is advised,
+    # the 4th is blocked (nothing new since), the 5th halts (the loop blocked just before).
+    return t.loop(
+        "repeat",
+        idx[2],
+        idx[1],
+        "A sync script fetches the same exchange rates 40 times in a tight loop; the weekend rates never change.",
+        halt=idx[4],
+    )
+
+
+@scenario
+def field_script_retry_same_error() -> Trace:
+    t = Trace("field_script_retry_same_error", with_ids=False)
+    args = {
+        "url": "https://hooks.partner.example/v1/acme/events",
+        "event": "invoice.paid",
+        "payload_ref": "evt_1QxZ8",
+    }
+    err = "HTTP 410 Gone: this endpoint was removed on 2025-10-01; use /v2/events"
+    idx = [t.call("send_webhook", args, err, error=True, think=0.002, took=0.001) for _ in range(30)]
+    # a retry decorator without a limit: the identical failing call. Repeat (first in priority) at the 3rd
+    # identical call whose 2 predecessors returned the same result; ErrorRepeat would wait for the 4th.
+    # Block at the 4th, halt at the 5th.
+    return t.loop(
+        "repeat",
+        idx[2],
+        idx[1],
+        "A webhook sender retries the same POST 30 times in milliseconds; every answer is the same 410 Gone.",
+        halt=idx[4],
+    )
+
+
+@scenario
+def field_script_crawler_next_link_loop() -> Trace:
+    t = Trace("field_script_crawler_next_link_loop")
+    base = "https://shop.example.com/c/desk-lamps?page="
+    names = [
+        ["Arc floor lamp", "Banker's lamp", "Clip-on LED"],
+        ["Drafting lamp", "Edison bulb lamp", "Flexible neck lamp"],
+        ["Glass dome lamp", "Halogen desk lamp", "Industrial lamp"],
+        ["Japanese paper lamp", "Kids' desk lamp", "Linen shade lamp"],
+    ]
+    for page in range(1, 4):
+        t.call(
+            "fetch_url",
+            {"url": f"{base}{page}"},
+            {"products": names[page - 1], "next": f"{base}{page + 1}"},
+            think=0.004 if page > 1 else 1.0,
+            took=0.08,
+        )
+    idx = [
+        t.call(
+            "fetch_url",
+            {"url": f"{base}4"},
+            {"products": names[3], "next": f"{base}4"},  # the last page links to itself
+            think=0.004,
+            took=0.08,
+        )
+        for _ in range(12)
+    ]
+    # a crawler following "next": three new pages, then page 4, whose "next" is page 4 again. Plain loop,
+    # no turns, no message ids: the 3rd identical fetch of page 4 (idx[2]) is advised, idx[3] blocked,
+    # idx[4] halts
+    return t.loop(
+        "repeat",
+        idx[2],
+        idx[1],
+        "A crawler follows next links; the last page links to itself and it fetches it again and again.",
+        halt=idx[4],
+    )
+
+
+@scenario
+def field_mcp_proxy_back_to_back_identical() -> Trace:
+    t = Trace("field_mcp_proxy_back_to_back_identical", id_prefix="rpc-")
+    t.call(
+        "list_issues",
+        {"team": "ENG", "state": "Todo", "assignee": "me"},
+        json.dumps({"issues": [{"id": "ENG-4411", "title": "Webhook retries ignore Retry-After"}]}),
+        think=2.0,
+        took=0.2,
+    )
+    issue = json.dumps(
+        {
+            "id": "ENG-4411",
+            "title": "Webhook retries ignore Retry-After",
+            "state": "Todo",
+            "description": "Partners return 429 with Retry-After; we retry after 1s regardless.",
+            "comments": 3,
+        }
+    )
+    idx = [t.call("get_issue", {"issue_id": "ENG-4411"}, issue, think=0.004, took=0.012) for _ in range(8)]
+    # an MCP client sending the same call back to back through the proxy: no turns, no message ids. Each
+    # call follows the previous one's result (a new step, however fast). 3rd identical -> advise (idx[2]),
+    # the next blocked, the one after halts. (Label fixed after the first replay: the first version had the
+    # issue "In Progress", a stated status that reads as pending, docs/detectors.md "Pending means a stated
+    # status" ("state = running"), so Repeat waits for pending_threshold; see the next scenario.)
+    return t.loop(
+        "repeat",
+        idx[2],
+        idx[1],
+        "An MCP client asks the proxy for the same Linear issue eight times, a few milliseconds apart.",
+        halt=idx[4],
+    )
+
+
+@scenario
+def field_mcp_proxy_back_to_back_in_progress_issue() -> Trace:
+    t = Trace("field_mcp_proxy_back_to_back_in_progress_issue", id_prefix="rpc-")
+    t.call(
+        "list_issues",
+        {"team": "ENG", "state": "In Progress", "assignee": "me"},
+        json.dumps({"issues": [{"id": "ENG-4419", "title": "Dedupe webhook deliveries"}]}),
+        think=2.0,
+        took=0.2,
+    )
+    issue = json.dumps(
+        {
+            "id": "ENG-4419",
+            "title": "Dedupe webhook deliveries",
+            "state": "In Progress",
+            "description": "Partners receive invoice.paid twice when the first delivery times out.",
+            "comments": 5,
+        }
+    )
+    idx = [t.call("get_issue", {"issue_id": "ENG-4419"}, issue, think=0.004, took=0.012) for _ in range(16)]
+    # the same back-to-back calls, but the issue's state is "In Progress": a stated status that says the
+    # work is still going (docs/detectors.md, "Pending means a stated status"), so Repeat waits for
+    # pending_threshold: the 12th identical call (idx[11]) is advised, the 13th blocked, the 14th halts
+    return t.loop(
+        "repeat",
+        idx[11],
+        idx[1],
+        "An MCP client asks the proxy 16 times for the same issue, whose state In Progress reads as pending.",
+        halt=idx[13],
+    )
+
+
+@scenario
+def field_mcp_proxy_identical_parallel_batches() -> Trace:
+    t = Trace("field_mcp_proxy_identical_parallel_batches", id_prefix="rpc-")
+    args = {"owner": "acme", "repo": "api", "path": "src/server.ts"}
+    body = json.dumps(
+        {
+            "name": "server.ts",
+            "sha": "9f1c2a7e44b0",
+            "content": "import express from 'express';\nconst app = express();\n",
+        }
+    )
+    batches = [t.parallel([("get_file_contents", args, body)] * 3, think=2.5, gap=0.003, took=0.15) for _ in range(3)]
+    # three identical calls sent together, three times, through the proxy (no turns, no message ids).
+    # Batch 1: no call had returned when each was checked: nothing. Batch 2: its first call is the 3rd
+    # identical call after two identical results -> advise. "Without message ids or turns, identical calls
+    # of one parallel batch cannot be told from a program calling the same tool in a loop: they climb the
+    # ladder one after another" (docs/escalation.md): the 2nd call of batch 2 is blocked, the 3rd halts.
+    return t.loop(
+        "repeat",
+        batches[1][0],
+        batches[0][1],
+        "An MCP client sends the same get_file_contents three at a time, three times; no message ids, no turns.",
+        halt=batches[1][2],
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# turns known by message ids only (an OpenAI Agents run: no turn_end)
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_openai_agents_same_call_each_response() -> Trace:
+    t = Trace("field_openai_agents_same_call_each_response", id_prefix="call_")
+    m = message_ids("resp_67f")
+    t.call(
+        "search_tickets",
+        {"query": "export to csv timeout", "status": "open"},
+        [{"ticket_id": "SUP-2291", "subject": "CSV export of 50k rows times out"}],
+        message=m(),
+    )
+    ticket = {
+        "ticket_id": "SUP-2291",
+        "subject": "CSV export of 50k rows times out",
+        "customer": "Brightlane GmbH",
+        "messages": 4,
+        "last_reply": "We're looking into it.",
+    }
+    idx = [t.call("fetch_ticket", {"ticket_id": "SUP-2291"}, ticket, message=m()) for _ in range(6)]
+    # no turn_end events (the run's usage never counted model requests); each response has its own message
+    # id and asks for the same call. Steps by message: the 3rd identical call is advised, the 4th (the next
+    # response) blocked, the 5th halts.
+    return t.loop(
+        "repeat",
+        idx[2],
+        idx[1],
+        "OpenAI Agents run (message ids only): every response fetches the same ticket again.",
+        halt=idx[4],
+    )
+
+
+@scenario
+def field_openai_agents_duplicate_calls_per_response() -> Trace:
+    t = Trace("field_openai_agents_duplicate_calls_per_response", id_prefix="call_")
+    m = message_ids("resp_68b")
+    t.call(
+        "get_customer",
+        {"email": "lena.kraus@example.de"},
+        {"customer_id": "cus_3391", "plan": "pro"},
+        message=m(),
+    )
+    args = {"customer_id": "cus_3391", "status": "open"}
+    out = {"invoices": [{"id": "in_88A1", "amount_eur": 49.0, "due": "2025-12-05"}]}
+    pairs = [t.parallel([("list_invoices", args, out)] * 2, message=m()) for _ in range(4)]
+    # each response asks for the same call twice (a model emitting duplicate tool calls). Response 2:
+    # neither call sees two returned predecessors. Response 3: its first call is the 3rd identical call after
+    # two identical results -> advise, and its twin in the same message gets the same advice (one step per
+    # message). Response 4: both blocked. Response 5: its first call halts.
+    return t.loop(
+        "repeat",
+        pairs[1][0],
+        pairs[0][1],
+        "OpenAI Agents run (message ids only): every response lists the same invoices twice in parallel.",
+        halt=pairs[3][0],
+    )
+
+
+@scenario
+def field_openai_agents_message_ids_healthy() -> Trace:
+    t = Trace("field_openai_agents_message_ids_healthy", id_prefix="call_")
+    m = message_ids("resp_69a")
+    t.call("get_customer", {"email": "o.bello@example.ng"}, {"customer_id": "cus_7720", "plan": "team"}, message=m())
+    t.parallel(
+        [
+            ("list_invoices", {"customer_id": "cus_7720", "status": "open"}, {"invoices": []}),
+            ("list_subscriptions", {"customer_id": "cus_7720"}, [{"id": "sub_91", "seats": 8, "renews": "2026-01-03"}]),
+            ("list_payment_methods", {"customer_id": "cus_7720"}, [{"id": "pm_55", "brand": "visa", "last4": "0031"}]),
+        ],
+        message=m(),
+    )
+    t.call(
+        "get_subscription", {"subscription_id": "sub_91"}, {"id": "sub_91", "seats": 8, "price_eur": 96.0}, message=m()
+    )
+    t.parallel(
+        [
+            (
+                "preview_change",
+                {"subscription_id": "sub_91", "seats": 12},
+                {"prorated_eur": 12.8, "new_price_eur": 144.0},
+            ),
+            (
+                "preview_change",
+                {"subscription_id": "sub_91", "seats": 12},
+                {"prorated_eur": 12.8, "new_price_eur": 144.0},
+            ),
+        ],
+        message=m(),
+    )
+    t.call(
+        "update_subscription", {"subscription_id": "sub_91", "seats": 12}, {"id": "sub_91", "seats": 12}, message=m()
+    )
+    t.call(
+        "get_subscription",
+        {"subscription_id": "sub_91"},
+        {"id": "sub_91", "seats": 12, "price_eur": 144.0},
+        message=m(),
+    )
+    # message ids only. Distinct lookups, one response with the same preview twice (twice, never a third
+    # time), an update (a new epoch), and the subscription read again after it: nothing repeats
+    return t.healthy("OpenAI Agents run (message ids only) upgrades seats: parallel lookups, a duplicate preview.")
+
+
+# -------------------------------------------------------------------------------------------------
+# identical failures while the user writes in between
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_airline_same_flight_change_user_insists() -> Trace:
+    t = Trace("field_airline_same_flight_change_user_insists")
+    t.user("Hi, I'm mia_li_3668. I need to move reservation NO6JO3 to the afternoon flight on May 22.")
+    t.call(
+        "get_user_details",
+        {"user_id": "mia_li_3668"},
+        {"name": "Mia Li", "membership": "gold", "payment_methods": {"credit_card_4421859": {"last4": "7447"}}},
+    )
+    t.call(
+        "get_reservation_details",
+        {"reservation_id": "NO6JO3"},
+        {
+            "reservation_id": "NO6JO3",
+            "origin": "JFK",
+            "destination": "SEA",
+            "cabin": "economy",
+            "flights": [{"flight_number": "HAT136", "date": "2024-05-22", "price": 186}],
+        },
+    )
+    t.call(
+        "search_direct_flight",
+        {"origin": "JFK", "destination": "SEA", "date": "2024-05-22"},
+        [
+            {"flight_number": "HAT136", "dep": "07:00"},
+            {"flight_number": "HAT170", "dep": "15:00", "available_seats": {"economy": 0, "business": 4}},
+        ],
+    )
+    t.turn()
+    t.text("HAT170 departs 15:00. Shall I move you to it, paying any difference with the card ending 7447?")
+    t.turn()
+    t.user("Yes please.")
+    change = {
+        "reservation_id": "NO6JO3",
+        "cabin": "economy",
+        "flights": [{"flight_number": "HAT170", "date": "2024-05-22"}],
+        "payment_id": "credit_card_4421859",
+    }
+    err = "Error: not enough seats on flight HAT170"
+    t.call("update_reservation_flights", change, err)
+    t.turn()
+    t.text("I'm sorry, the change failed: there are no economy seats left on HAT170.")
+    t.turn()
+    t.user("That can't be right, the app shows seats. Please try again.")
+    onset = t.call("update_reservation_flights", change, err)
+    t.turn()
+    t.text("I tried again and got the same answer: no economy seats on HAT170.")
+    t.turn()
+    t.user("I feel like we might be going in circles. Can you try one more time?")
+    at = t.call("update_reservation_flights", change, err)
+    t.turn()
+    t.text("It fails the same way. The seats you see in the app are business class.")
+    t.turn()
+    t.user("Ugh. Try it once more, please.")
+    again = t.call("update_reservation_flights", change, err)
+    t.turn()
+    t.text("Same result. I can move you to business on HAT170, or economy on the 07:00 flight the next day.")
+    t.turn()
+    t.user("Business then, same card.")
+    t.call(
+        "update_reservation_flights",
+        {**change, "cabin": "business"},
+        {"reservation_id": "NO6JO3", "cabin": "business", "flights": [{"flight_number": "HAT170"}], "charged": 412},
+    )
+    t.answer("Done: NO6JO3 is on HAT170 at 15:00 on May 22 in business; USD 412 charged to the card ending 7447.")
+    # tau-bench output: "Error: ..." with no is_error flag ("a short text result that starts by saying it
+    # failed counts as an error"). The same change fails the same way twice; the user asks again: "failures
+    # count across the user's words" -> Repeat at the 3rd identical call (the previous 2 returned the same
+    # error) -> advise. The user writes again before the 4th: the user's input starts the ladder over ->
+    # advised again (call {again}), not blocked. The user keeps writing: never halted.
+    return t.loop(
+        "repeat",
+        at,
+        onset,
+        f"Airline agent re-submits the same flight change after each user message; advised at {at} and {again}.",
+        halt=None,
+    )
+
+
+@scenario
+def field_airline_book_gift_card_error_lookups_between() -> Trace:
+    t = Trace("field_airline_book_gift_card_error_lookups_between")
+    t.user("I'm omar_davis_3817. Book me one-way economy ORD to LAX on May 17, HAT034, with my gift card.")
+    user_details = {
+        "name": "Omar Davis",
+        "payment_methods": {
+            "gift_card_3481935": {"source": "gift_card", "amount": 68},
+            "credit_card_2929732": {"source": "credit_card", "last4": "5016"},
+        },
+        "membership": "regular",
+    }
+    t.call("get_user_details", {"user_id": "omar_davis_3817"}, user_details)
+    t.call(
+        "search_direct_flight",
+        {"origin": "ORD", "destination": "LAX", "date": "2024-05-17"},
+        [{"flight_number": "HAT034", "dep": "11:10", "prices": {"economy": 142}}],
+    )
+    t.turn()
+    book = {
+        "user_id": "omar_davis_3817",
+        "origin": "ORD",
+        "destination": "LAX",
+        "flight_type": "one_way",
+        "cabin": "economy",
+        "flights": [{"flight_number": "HAT034", "date": "2024-05-17"}],
+        "passengers": [{"first_name": "Omar", "last_name": "Davis", "dob": "1982-03-11"}],
+        "payment_methods": [{"payment_id": "gift_card_3481935", "amount": 142}],
+        "total_baggages": 0,
+        "nonfree_baggages": 0,
+        "insurance": "no",
+    }
+    err = "Error: gift card balance is not enough"
+    idx = [t.call("book_reservation", book, err)]
+    t.turn()
+    for ask in [
+        "There's definitely money on that card. Try again.",
+        "I topped it up last week! Please book it.",
+        "Just try it one more time, please.",
+    ]:
+        t.text("The booking was declined: the gift card balance does not cover USD 142.")
+        t.turn()
+        t.user(ask)
+        t.call("get_user_details", {"user_id": "omar_davis_3817"}, user_details)  # re-checks the balance
+        idx.append(t.call("book_reservation", book, err))
+        t.turn()
+    t.text("The card has USD 68. I can put 68 on the gift card and 74 on your credit card ending 5016.")
+    t.turn()
+    t.user("Fine, do that.")
+    t.call(
+        "book_reservation",
+        {
+            **book,
+            "payment_methods": [
+                {"payment_id": "gift_card_3481935", "amount": 68},
+                {"payment_id": "credit_card_2929732", "amount": 74},
+            ],
+        },
+        {"reservation_id": "K7QZ2P", "status": "confirmed"},
+    )
+    t.answer("Booked: HAT034 on May 17, reservation K7QZ2P; USD 68 from the gift card, 74 from the card.")
+    # the identical booking fails with the same payment error (idx[0], idx[1], idx[2]); a balance lookup and
+    # the user's words come between each (not "in a row", so not Repeat). "The identical call failing again
+    # (3 times): strong evidence. The user's words do not wash it away" -> ErrorRepeat at the 4th identical
+    # booking (idx[3]), advise. The user wrote just before: the ladder had started over. Never halted.
+    return t.loop(
+        "error_repeat",
+        idx[3],
+        idx[1],
+        "Airline agent re-checks the balance and re-submits the same gift-card booking after each user message.",
+        halt=None,
+    )
+
+
+@scenario
+def field_retail_exchange_error_user_stops_writing() -> Trace:
+    t = Trace("field_retail_exchange_error_user_stops_writing")
+    t.user("Hi, I want to exchange the hiking boots from order #W2378156 for size 10.")
+    t.call(
+        "find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"}, "yusuf_rossi_9620"
+    )
+    t.call(
+        "get_order_details",
+        {"order_id": "#W2378156"},
+        {
+            "order_id": "#W2378156",
+            "status": "delivered",
+            "items": [{"item_id": "4602305039", "name": "Hiking Boots", "options": {"size": "9"}, "price": 239.62}],
+        },
+    )
+    t.call(
+        "get_product_details",
+        {"product_id": "7363354090"},
+        {"name": "Hiking Boots", "variants": {"1615379700": {"size": "10", "available": True, "price": 253.89}}},
+    )
+    t.turn()
+    t.text("Size 10 is 253.89, 14.27 more. Pay the difference with your gift card gift_card_7245904?")
+    t.turn()
+    t.user("Yes.")
+    x = {
+        "order_id": "#W2378156",
+        "item_ids": ["4602305039"],
+        "new_item_ids": ["1615379700"],
+        "payment_method_id": "gift_card_7245904",
+    }
+    err = "Error: insufficient gift card balance to pay for the price difference"
+    t.call("exchange_delivered_order_items", x, err)
+    t.turn()
+    t.text("The exchange failed: the gift card can't cover the 14.27 difference.")
+    t.turn()
+    t.user("Odd. Try again?")
+    onset = t.call("exchange_delivered_order_items", x, err)
+    t.turn()
+    t.text("Same error, I'm afraid.")
+    t.turn()
+    t.user("Please try one more time.")
+    at = t.call("exchange_delivered_order_items", x, err)
+    t.turn()
+    block = t.call("exchange_delivered_order_items", x, err)
+    t.turn()
+    halt = t.call("exchange_delivered_order_items", x, err)
+    t.turn()
+    t.call("exchange_delivered_order_items", x, err)
+    t.turn()
+    # the same exchange fails twice with the same error, the user writes between; after the user's last
+    # words the 3rd identical call (failures count across the user's words) is advised. Then the agent
+    # retries on its own: blocked (nothing new since the advice), and once more: halted (the loop blocked
+    # just before). The user stopped writing, so nothing starts the ladder over.
+    return t.loop(
+        "repeat",
+        at,
+        onset,
+        f"Retail agent retries the same exchange; advised after the user's last message, blocked at {block}.",
+        halt=halt,
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# the user asks for the same lookup again; conversations with parallel calls
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_bank_transfer_status_user_asks_again() -> Trace:
+    t = Trace("field_bank_transfer_status_user_asks_again", id_prefix="call_")
+    m = message_ids("chatcmpl-Cw")
+    transfer = {
+        "transfer_id": "TRF-20251128-0091",
+        "to": "Anna Weber, DE89 3704 0044 0532 0130 00",
+        "amount_eur": 1250.0,
+        "state": "executed",
+        "executed_at": "2025-11-28T09:14:03Z",
+        "expected_credit": "2025-12-01",
+    }
+    t.user("Did my transfer to Anna go out? 1250 euros on Friday.")
+    t.parallel(
+        [
+            (
+                "list_transfers",
+                {"account_id": "acc_55120", "since": "2025-11-27"},
+                [{"transfer_id": "TRF-20251128-0091"}],
+            ),
+            ("get_balance", {"account_id": "acc_55120"}, {"available_eur": 3310.42}),
+        ],
+        message=m(),
+    )
+    t.call("get_transfer", {"transfer_id": "TRF-20251128-0091"}, transfer, message=m())
+    t.turn()
+    t.text("Yes, it was executed on Friday 28 November; Anna's bank should credit it on Monday 1 December.")
+    t.turn()
+    for ask, reply in [
+        (
+            "She says nothing has arrived. Can you check again?",
+            "It's still executed on our side, credit expected Monday 1 December; "
+            "SEPA transfers don't land at weekends.",
+        ),
+        (
+            "Could you look one more time? She's worried.",
+            "Checked again: executed, nothing returned, expected credit Monday. If it hasn't arrived Tuesday, I can "
+            "start a trace.",
+        ),
+    ]:
+        t.user(ask)
+        t.call("get_transfer", {"transfer_id": "TRF-20251128-0091"}, transfer, message=m())
+        t.turn()
+        t.text(reply)
+        t.turn()
+    t.user("OK, thanks.")
+    t.answer("You're welcome. I'll be here if it hasn't arrived by Tuesday.")
+    # the same lookup three times, each after the user asked for it: "calls before the user last spoke do
+    # not count" -> never a repeat; one text turn per user message
+    return t.healthy("Bank assistant checks the same transfer three times because the customer asks each time.")
+
+
+@scenario
+def field_helpdesk_ticket_status_user_asks_again() -> Trace:
+    t = Trace("field_helpdesk_ticket_status_user_asks_again")
+    status = {
+        "ticket": "INC0081234",
+        "short_description": "Laptop screen flickering",
+        "state": "Awaiting parts",
+        "assigned_to": "Deskside Support Berlin",
+        "eta": "2025-12-03",
+    }
+    t.user("Hi, any news on my laptop repair ticket?")
+    t.call("find_tickets", {"caller": "j.nakamura", "active": True}, [{"ticket": "INC0081234"}])
+    t.call("get_ticket", {"ticket": "INC0081234"}, status)
+    t.turn()
+    t.text("INC0081234 is awaiting parts; the ETA is 3 December.")
+    t.turn()
+    t.user("Can you double-check? I was told it would be done today.")
+    t.call("get_ticket", {"ticket": "INC0081234"}, status)
+    t.turn()
+    t.text("Still awaiting parts, ETA 3 December. I can ask Deskside for a loaner.")
+    t.turn()
+    t.user("Please check once more, then yes, a loaner.")
+    t.call("get_ticket", {"ticket": "INC0081234"}, status)
+    t.call(
+        "create_request",
+        {"item": "loaner_laptop", "for": "j.nakamura", "ref": "INC0081234"},
+        {"request": "RITM0049911", "state": "submitted"},
+    )
+    t.turn()
+    t.answer("No change (awaiting parts, ETA 3 Dec). Loaner requested: RITM0049911.")
+    # the same get_ticket three times in a row, each after a user message: the user's words make each a new
+    # answer ("a lookup repeated because the customer asked again is an answer")
+    return t.healthy("IT helpdesk bot re-checks the same ticket twice because the user asks; then orders a loaner.")
+
+
+@scenario
+def field_retail_conversation_parallel_calls() -> Trace:
+    t = Trace("field_retail_conversation_parallel_calls", id_prefix="call_")
+    m = message_ids("chatcmpl-Rt")
+    t.user("Hi, I'm Sofia Ahmed, zip 60615. I want to return everything from my last two orders except the lamp.")
+    t.call(
+        "find_user_id_by_name_zip",
+        {"first_name": "Sofia", "last_name": "Ahmed", "zip": "60615"},
+        "sofia_ahmed_4471",
+        message=m(),
+    )
+    t.call(
+        "get_user_details",
+        {"user_id": "sofia_ahmed_4471"},
+        {"orders": ["#W8113024", "#W5920411", "#W1021887"], "payment_methods": {"paypal_3318": {}}},
+        message=m(),
+    )
+    t.turn()
+    t.parallel(
+        [
+            (
+                "get_order_details",
+                {"order_id": "#W8113024"},
+                {
+                    "status": "delivered",
+                    "items": [
+                        {"item_id": "6017636844", "name": "Desk Lamp", "price": 66.1},
+                        {"item_id": "2882812427", "name": "Water Bottle", "price": 21.4},
+                    ],
+                },
+            ),
+            (
+                "get_order_details",
+                {"order_id": "#W5920411"},
+                {"status": "delivered", "items": [{"item_id": "9370300555", "name": "Yoga Mat", "price": 38.0}]},
+            ),
+            (
+                "get_order_details",
+                {"order_id": "#W1021887"},
+                {"status": "pending", "items": [{"item_id": "5209614018", "name": "Backpack", "price": 79.9}]},
+            ),
+        ],
+        message=m(),
+    )
+    t.turn()
+    t.text(
+        "Your last two delivered orders: #W8113024 (lamp, water bottle) and #W5920411 (yoga mat). Return the "
+        "water bottle and the yoga mat, refunded to PayPal?"
+    )
+    t.turn()
+    t.user("Yes. And is the backpack order still cancellable?")
+    t.parallel(
+        [
+            (
+                "return_delivered_order_items",
+                {"order_id": "#W8113024", "item_ids": ["2882812427"], "payment_method_id": "paypal_3318"},
+                {"status": "return requested", "refund": 21.4},
+            ),
+            (
+                "return_delivered_order_items",
+                {"order_id": "#W5920411", "item_ids": ["9370300555"], "payment_method_id": "paypal_3318"},
+                {"status": "return requested", "refund": 38.0},
+            ),
+            (
+                "get_order_details",
+                {"order_id": "#W1021887"},
+                {"status": "pending", "items": [{"item_id": "5209614018", "name": "Backpack", "price": 79.9}]},
+            ),
+        ],
+        message=m(),
+    )
+    t.turn()
+    t.text("Both returns are requested (21.40 and 38.00 to PayPal). The backpack order is pending, so yes.")
+    t.turn()
+    t.user("Cancel it please, I ordered it by mistake.")
+    t.call(
+        "cancel_pending_order",
+        {"order_id": "#W1021887", "reason": "ordered by mistake"},
+        {"status": "cancelled", "refund": 79.9},
+        message=m(),
+    )
+    t.answer("Cancelled #W1021887; 79.90 goes back to your original payment method.")
+    # a conversation with three user messages and parallel calls in most turns: distinct lookups, two
+    # returns in one message, the pending order looked up again after the user asked about it (a new epoch
+    # since the user's words, and the returns changed state). Nothing repeats.
+    return t.healthy("Retail support chat: parallel order lookups, two returns in one message, then a cancellation.")
+
+
+@scenario
+def field_telecom_conversation_parallel_diagnostics() -> Trace:
+    t = Trace("field_telecom_conversation_parallel_diagnostics", id_prefix="call_")
+    m = message_ids("chatcmpl-Tc")
+    t.user("My mobile data stopped working this morning. Number 0176 5531 2290.")
+    t.call(
+        "get_customer_by_phone",
+        {"phone_number": "+4917655312290"},
+        {"customer_id": "C-30021", "line_id": "L-7781"},
+        message=m(),
+    )
+    t.turn()
+    diag = [
+        ("get_line_details", {"line_id": "L-7781"}, {"status": "active", "data_roaming": False, "plan": "M 20GB"}),
+        ("get_data_usage", {"line_id": "L-7781"}, {"used_gb": 20.0, "limit_gb": 20.0, "throttled": True}),
+        ("get_network_status", {"postcode": "10245"}, {"outages": []}),
+    ]
+    t.parallel(diag, message=m())
+    t.turn()
+    t.text("You've used all 20 GB, so data is throttled. I can add 5 GB for 4.99 or upgrade you to 40 GB.")
+    t.turn()
+    t.user("Add the 5 GB. But it was working fine yesterday, are you sure there's no outage?")
+    t.parallel(
+        [
+            ("add_data_pack", {"line_id": "L-7781", "pack": "5GB"}, {"ok": True, "charged_eur": 4.99}),
+            ("get_network_status", {"postcode": "10245"}, {"outages": []}),
+        ],
+        message=m(),
+    )
+    t.turn()
+    t.text("5 GB added (4.99). No outage near 10245. Please toggle airplane mode once.")
+    t.turn()
+    t.user("Done, still nothing.")
+    t.parallel(
+        [
+            ("get_line_details", {"line_id": "L-7781"}, {"status": "active", "data_roaming": False, "plan": "M 20GB"}),
+            ("get_data_usage", {"line_id": "L-7781"}, {"used_gb": 20.0, "limit_gb": 25.0, "throttled": True}),
+            ("get_apn_settings", {"line_id": "L-7781"}, {"provisioned_apn": "internet.example", "sync": "pending"}),
+        ],
+        message=m(),
+    )
+    t.turn()
+    t.call("reset_throttle", {"line_id": "L-7781"}, {"ok": True, "throttled": False}, message=m())
+    t.turn()
+    t.text("The throttle flag hadn't cleared after the top-up; I've reset it. Data should work within a minute.")
+    t.turn()
+    t.user("It works now, thanks!")
+    t.answer("Great. You have 5 GB left until your plan renews on 12 December.")
+    # three user messages, parallel diagnostics; the same network status and line details asked again after
+    # the user's words (the user asked about an outage; the user says it still fails): new epochs. Nothing
+    # repeats within one stretch of the agent's own work.
+    return t.healthy("Telecom support chat: parallel line, usage and outage checks, a top-up, re-checks, a reset.")
+
+
+# -------------------------------------------------------------------------------------------------
+# fast, turnless and healthy
+# -------------------------------------------------------------------------------------------------
+
+
+@scenario
+def field_script_distinct_lookups_fast() -> Trace:
+    t = Trace("field_script_distinct_lookups_fast", with_ids=False)
+    skus = [f"SKU-{4100 + 7 * k}" for k in range(14)]
+    t.call("list_skus", {"category": "espresso-machines"}, skus, think=0.5)
+    for k, s in enumerate(skus):
+        t.call(
+            "get_stock",
+            {"sku": s, "warehouse": "DE-2"},
+            {"sku": s, "on_hand": (k * 13) % 40, "reserved": k % 3},
+            think=0.002,
+            took=0.001,
+        )
+    # a script looping over 14 SKUs at machine speed, no turns, no message ids: every call distinct and
+    # every answer new; fewer than 30 calls for rate
+    return t.healthy("A stock script reads 14 different SKUs in a tight loop; every answer is new.")
+
+
+@scenario
+def field_mcp_proxy_distinct_calls_back_to_back() -> Trace:
+    t = Trace("field_mcp_proxy_distinct_calls_back_to_back", id_prefix="rpc-")
+    t.call(
+        "list_directory",
+        {"path": "/srv/app/config"},
+        "[FILE] app.yaml\n[FILE] db.yaml\n[FILE] queues.yaml",
+        think=1.5,
+        took=0.02,
+    )
+    for name in ["app.yaml", "db.yaml", "queues.yaml"]:
+        t.call(
+            "read_file",
+            {"path": f"/srv/app/config/{name}"},
+            f"# {name}\nkey: value-{name[:2]}\n",
+            think=0.005,
+            took=0.01,
+        )
+    t.call("read_file", {"path": "/srv/app/config/db.yaml"}, "# db.yaml\nkey: value-db\n", think=0.005, took=0.01)
+    t.call("search_files", {"path": "/srv/app", "pattern": "*.env"}, "/srv/app/.env.example", think=0.005, took=0.03)
+    t.call(
+        "read_file", {"path": "/srv/app/.env.example"}, "DATABASE_URL=postgres://app@db/app\n", think=0.005, took=0.01
+    )
+    # an MCP client through the proxy, calls a few ms apart, no turns: distinct reads, and db.yaml read a
+    # second time (twice, not in a row three times; the second read is stale but one stale call is no cycle)
+    return t.healthy("An MCP client reads a config directory through the proxy, calls milliseconds apart.")
+
+
 def main() -> int:
     names = [fn.__name__ for fn in SCENARIOS]
     if len(set(names)) != len(names):

@@ -25,10 +25,10 @@ class Drift(Detector):
     Any call that brings new content, or a successful state change, starts every count over, so reworded
     searches while new files are being read are exploration, not drift. Short identical answers ("sent",
     "ok", "in stock") are not "nothing new": a batch of distinct work with the same acknowledgement is not
-    drift. Mutating calls, polls, results that are not comparable and errors with a message are left to the
-    other detectors; an error with no message (``grep`` finding nothing exits 1 with an empty output) is an
-    empty result. Counted per tool: a shell agent switching between ``grep``, ``rg`` and ``find`` for the same
-    missing thing is rewording.
+    drift. Mutating calls, polls, results that are not comparable, errors with a message and the same call
+    again with the same result (a repeat, a cycle) are left to the other detectors; an error with no message
+    (``grep`` finding nothing exits 1 with an empty output) is an empty result. Counted per tool: a shell
+    agent switching between ``grep``, ``rg`` and ``find`` for the same missing thing is rewording.
     """
 
     name: str = field(default="drift", init=False, repr=False, compare=False)
@@ -41,8 +41,9 @@ class Drift(Detector):
         if f & Flag.NEWS:
             state.slots.pop(self.name, None)  # something new came back: the agent is not drifting
             return
-        if f & (Flag.MUTATED | Flag.PENDING | Flag.OPAQUE) or (f & Flag.ERROR and not f & Flag.EMPTY):
-            return  # a write, a poll, an incomparable result, or an error with a message is not a search
+        if f & (Flag.MUTATED | Flag.PENDING | Flag.OPAQUE | Flag.STALE) or (f & Flag.ERROR and not f & Flag.EMPTY):
+            return  # a write, a poll, an incomparable result, an error with a message is not a search; the same
+            # call again with the same result is not rewording (repeat and cycle count those)
         slot: dict[str, Any] = state.slots.setdefault(self.name, {})
         if f & Flag.EMPTY or (f & Flag.LONG and not f & (Flag.NOVEL | Flag.ACK)):
             count, recent = slot.get(entry.tool) or (0, [])

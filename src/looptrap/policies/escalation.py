@@ -30,7 +30,8 @@ class Escalation:
       signal is about the very loop already intervened on (the same call, the same failing command, the
       same file flipped back), whatever came back in between;
     * a halt needs a loop that survived its advice: a signal reaches the halt only when its own loop (the
-      same loop key) was given the rung below the halt (a block) already; otherwise it gets that rung;
+      same loop key) was intervened on as many times as there are rungs below the halt, the last of them
+      the rung just below it (advised, then blocked); otherwise it gets that rung;
     * weak evidence (``Signal.weak``) advises, then warns for its next ``patience`` signals (the calls run),
       then blocks; it never halts;
     * a signal about another loop after new work starts again at the first rung;
@@ -104,9 +105,9 @@ class Escalation:
             rung = self._weak_rung(mark[0] if mark else 0)
         else:
             rung = min(state.level, len(self.ladder) - 1)
-            best = mark[1] if mark else WARN
-            while rung > 0 and self.ladder[rung] == "halt" and best < rung - 1:
-                rung -= 1  # a halt needs this very loop to have got the rung below it already
+            given, best = mark if mark else (0, WARN)
+            while rung > 0 and self.ladder[rung] == "halt" and (best < rung - 1 or given < rung):
+                rung -= 1  # a halt needs this very loop to have gone through every rung below it already
         if rung != WARN:
             state.level += 1
         _mark(loops, key, rung)
