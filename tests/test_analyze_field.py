@@ -255,3 +255,89 @@ def test_a_json_document_on_one_line_longer_than_the_sniff_is_read(tmp_path: Pat
     assert detect_format(str(path), head(str(path))) == "openai-chat"
     (a,) = analyze([str(path)], AnalyzeOptions()).sessions
     assert a.tool_calls == 3
+
+
+def _call_log(path: Path, rows: list[tuple[float, str, str]]) -> None:
+    lines = ["seq,timestamp,tool_name,arguments"]
+    lines += [f'{i},{ts},{tool},"{args}"' for i, (ts, tool, args) in enumerate(rows, 1)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_identical_calls_at_regular_intervals_without_results_are_a_loop(tmp_path: Path) -> None:
+    """The post-mortem's evidence: a call log with no results, the same call again every 100 ms."""
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    t0 = 1764460800.0
+    rows = [(t0, "search_docs", '{""q"": ""setup""}'), (t0 + 4.2, "read_file", '{""path"": ""a.md""}')]
+    rows += [(t0 + 10 + 0.1 * i, "fetch_rates", '{""currency"": ""EUR""}') for i in range(40)]
+    path = tmp_path / "calls.csv"
+    _call_log(path, rows)
+    for detectors in (True,):
+        (a,) = analyze([str(path)], AnalyzeOptions(detectors=detectors)).sessions
+        loop = a.loop
+        assert loop is not None
+        assert (loop["kind"], loop["found_by"], loop["tool"], loop["period"]) == ("repeat", "rhythm", "fetch_rates", 1)
+        assert (loop["onset_call"], loop["end_call"], loop["calls_after_onset"]) == (4, 42, 39)
+        assert loop["onset_time"] == "2025-11-30T00:00:10.100Z"
+        assert loop["interval_mean_s"] == 0.1
+
+
+def test_a_ping_pong_without_results_and_a_steady_poll(tmp_path: Path) -> None:
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    pp = tmp_path / "pingpong.csv"
+    _call_log(pp, [(100 + 0.5 * i, "get_a" if i % 2 else "get_b", "{}") for i in range(30)])
+    (a,) = analyze([str(pp)], AnalyzeOptions()).sessions
+    assert a.loop is not None and (a.loop["kind"], a.loop["period"]) == ("cycle", 2)
+    poll = tmp_path / "poll.csv"  # a tool that waits by its name: its rhythm is the point
+    _call_log(poll, [(100 + 5.0 * i, "wait_for_job", '{""id"": 7}') for i in range(30)])
+    (b,) = analyze([str(poll)], AnalyzeOptions()).sessions
+    assert b.loop is None
+    human = tmp_path / "human.csv"  # the same call, at a model's irregular pace
+    gaps = [3.1, 9.4, 2.2, 14.0, 5.5, 7.7, 2.9, 11.3, 4.4, 6.0, 8.8, 3.3]
+    times = [100 + sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    _call_log(human, [(t, "get_order", '{""id"": 1}') for t in times])
+    (c,) = analyze([str(human)], AnalyzeOptions()).sessions
+    assert c.loop is None
+
+
+def test_loop_counts_end_where_the_loop_ends_and_first_repeat_is_the_loops(tmp_path: Path) -> None:
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze
+
+    events: list[dict[str, Any]] = []
+    calls = [("pytest", "1 passed")] * 2  # a harmless repeat first: the test run again
+    calls += [("search", "0 results")] * 4  # the loop
+    calls += [(f"read {i}", f"content {i}") for i in range(10)]  # then ten calls of new work
+    for i, (what, out) in enumerate(calls, 1):
+        tool, _, arg = what.partition(" ")
+        events.append(
+            {
+                "session": "s",
+                "type": "tool_call",
+                "tool": tool,
+                "args": {"a": arg},
+                "call_id": str(i),
+                "ts": 1000.0 + 5 * i,
+            }
+        )
+        events.append(
+            {
+                "session": "s",
+                "type": "tool_result",
+                "tool": tool,
+                "call_id": str(i),
+                "output": out,
+                "usage": {"cost_usd": 0.01},
+            }
+        )
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    (a,) = analyze([str(path)], AnalyzeOptions()).sessions
+    loop = a.loop
+    assert loop is not None and loop["kind"] == "repeat"
+    # onset: the loop's first call (the first search); intervened at the 3rd identical call; the 4th is its last
+    assert (loop["onset_call"], loop["first_intervention_call"], loop["end_call"]) == (3, 5, 6)
+    assert (loop["calls_after_onset"], loop["calls_saved"]) == (4, 2)  # not to the end of the session
+    assert loop["cost_after_onset"] == 0.04
+    assert loop["onset_time"] == "1970-01-01T00:16:55.000Z"
+    assert a.first_repeat is not None and a.first_repeat["call"] == 4  # the loop's, not pytest's at 2

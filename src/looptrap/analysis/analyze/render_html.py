@@ -327,10 +327,11 @@ def render_html(report: Report, title: str = "looptrap analyze") -> str:
         detail = []
         if a.first_repeat:
             fr = a.first_repeat
+            before = fr.get("result_before")
             detail.append(
                 f"first repeat: call {fr['call']:,} (first made at {fr['first_seen']:,}) "
-                f"<code>{_e(fr['signature'], 160)}</code>; "
-                f"the result just before it: <code>{_e(fr['result_before'], 160)}</code>"
+                f"<code>{_e(fr.get('signature') or '', 160)}</code>"
+                + (f"; the result just before it: <code>{_e(before, 160)}</code>" if before is not None else "")
             )
         if a.bursts:
             detail.append(f"{a.bursts:,} burst(s) of identical calls within milliseconds ({a.burst_calls:,} calls)")

@@ -113,9 +113,11 @@ def render_text(report: Report, out: IO[str], *, color: bool | None = None, widt
         after = "-"
         if a.loop:
             lp = a.loop
-            loop = f"{lp['kind']} #{lp['onset_call']}->#{lp['first_intervention_call']}" + (
-                f" ({lp['tool']})" if lp["tool"] else ""
-            )
+            if lp.get("first_intervention_call") is None:  # found by the calls' rhythm: no verdict to point at
+                loop = f"{lp['kind']} #{lp['onset_call']}-#{lp['end_call']} rhythm"
+            else:
+                loop = f"{lp['kind']} #{lp['onset_call']}->#{lp['first_intervention_call']}"
+            loop += f" ({lp['tool']})" if lp["tool"] else ""
             after = f"{lp['calls_after_onset']:,} / {_money(lp['cost_after_onset'])}"
         iv = a.intervals
         interval = "-" if not iv else f"{iv['median_s']:.3g}s" + (" band" if iv["machine_band"] else "")

@@ -21,6 +21,7 @@ from looptrap.core.state import SessionState
 from looptrap.core.types import Call, Verdict
 from looptrap.engine.config import GuardConfig
 from looptrap.engine.engine import read_usage
+from looptrap.reading.calls import polls_by_name
 
 __all__ = ["BURST_SECONDS", "SessionAnalysis", "SessionAnalyzer", "is_empty_result", "signature_text"]
 
@@ -29,7 +30,13 @@ BURST_SECONDS = 0.05
 _DISTINCT_CAP = 1 << 18  # distinct calls remembered per session (beyond: counted as new, flagged)
 _EXACT_INTERVALS = 1 << 16  # intervals kept exactly; beyond, a seeded reservoir of this many
 _BINS = 256  # timeline columns per session
-_COSTS = 512  # recent (call, cumulative cost) pairs, to read the cost at a loop's onset
+_COSTS = 512  # recent calls (index, cumulative cost, signature, time, tool, args): a loop's onset and its calls
+#: Without results the detectors cannot judge a call; the calls' rhythm still tells a loop: this many calls
+#: in a row, each repeating the call ``period`` (1 to 3) places before it, at intervals whose coefficient of
+#: variation is at most ``RHYTHM_CV`` (a program, not a model thinking between calls).
+RHYTHM_CALLS = 10
+RHYTHM_CV = 0.25
+_PERIODS = 3
 _OPT = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 _EMPTY_TEXT = re.compile(
     r"(?:|0 (?:results?|matches|items|rows)(?: found)?|no (?:results?|matches|items|rows|data)(?: found)?|"
@@ -192,11 +199,18 @@ class _Stats:
         "last_output",
         "last_sig",
         "last_ts",
+        "loop_end",
+        "loop_end_cost",
+        "loop_sigs",
         "needed",
+        "results",
+        "rhythm",
+        "rhythm_best",
         "rng",
         "run",
         "run_from",
         "seen_n",
+        "sigs",
         "source",
         "tl_calls",
         "tl_stale",
@@ -232,7 +246,16 @@ class _Stats:
         self.tokens = 0
         self.cost = 0.0
         self.estimated = False
-        self.costs: deque[tuple[int, float]] = deque(maxlen=_COSTS)
+        self.costs: deque[tuple[int, float, int, float | None, str, Any]] = deque(maxlen=_COSTS)
+        self.results = 0
+        self.sigs: list[int] = []  # the last _PERIODS signatures, newest last
+        # per period: [calls in a row repeating the call that many places before, first of them, intervals,
+        # their mean, their sum of squared deviations (Welford), time of the first]
+        self.rhythm: list[list[Any]] = [[0, 0, 0, 0.0, 0.0, None] for _ in range(_PERIODS)]
+        self.rhythm_best: tuple[int, int, int, float, float, float | None, str] | None = None
+        self.loop_sigs: set[int] = set()  # the calls of the loop the detectors found, once they found it
+        self.loop_end = 0  # the last call of that loop, and the cost spent through it (and its answer)
+        self.loop_end_cost = 0.0
         self.needed: list[str] = []
         self.tools: dict[str, int] = {}
         self.tl_calls = array("l")
@@ -318,8 +341,11 @@ class SessionAnalyzer(Replayer):
             st = self.stats[s.report.session]
             evidence = [i for sig in verdict.signals for i in sig.evidence if isinstance(i, int) and i > 0]
             onset = min([*evidence, verdict.call_index]) if verdict.call_index else (min(evidence) if evidence else 0)
-            cost_then = next((c for i, c in st.costs if i >= onset), st.cost)
-            at_intervention = next((c for i, c in st.costs if i >= verdict.call_index), st.cost)
+            cost_then = next((c[1] for c in st.costs if c[0] >= onset), st.cost)
+            at_intervention = next((c[1] for c in st.costs if c[0] >= verdict.call_index), st.cost)
+            named = {*evidence, verdict.call_index}
+            st.loop_sigs = {c[2] for c in st.costs if c[0] in named}
+            st.loop_end = max(verdict.call_index, onset)
             self._onset[s.report.session] = (onset, cost_then, at_intervention)
         if not halted and s.report.halted_at is not None:
             s.state = SessionState(run_id=s.report.session)  # no engine from here on: free its memory
@@ -345,7 +371,9 @@ class SessionAnalyzer(Replayer):
             else:
                 st.capped = True
                 st.extra += 1
-        elif st.first_repeat is None:
+        elif len(known) == 2:
+            known.append(n)  # its first repeat
+        if known is not None and st.first_repeat is None:
             st.first_repeat = {
                 "call": n,
                 "first_seen": known[0],
@@ -353,8 +381,8 @@ class SessionAnalyzer(Replayer):
                 "result_before": _excerpt(st.last_output),
             }
         ts = ev.ts
-        if ts is not None and st.last_ts is not None:
-            gap = ts - st.last_ts
+        gap = ts - st.last_ts if ts is not None and st.last_ts is not None else None
+        if gap is not None:
             if gap >= 0:
                 self._interval(st, gap)
             if sig == st.last_sig and 0 <= gap <= self.burst_seconds:
@@ -392,7 +420,35 @@ class SessionAnalyzer(Replayer):
             st.tl_calls.append(0)
             st.tl_stale.append(0)
         st.tl_calls[col] += 1
-        st.costs.append((n, st.cost))
+        if st.loop_sigs and n == st.loop_end + 1:
+            st.loop_end_cost = st.cost  # spent through the loop's last call so far, and its answer
+        st.costs.append((n, st.cost, sig, ts, tool, args))
+        if sig in st.loop_sigs:
+            st.loop_end = n
+        self._rhythm(st, n, sig, ts, gap, tool)
+
+    def _rhythm(self, st: _Stats, n: int, sig: int, ts: float | None, gap: float | None, tool: str) -> None:
+        """Runs of calls repeating the call 1, 2 or 3 places before, and the regularity of their intervals."""
+        sigs = st.sigs
+        for p in range(1, _PERIODS + 1):
+            r = st.rhythm[p - 1]
+            if len(sigs) >= p and sigs[-p] == sig and (p == 1 or len(set(sigs[-p:])) == p):
+                if r[0] == 0:
+                    r[:] = [0, n, 0, 0.0, 0.0, ts]
+                r[0] += 1
+                if gap is not None and gap >= 0 and r[0] > 1:  # Welford: the run's intervals
+                    r[2] += 1
+                    delta = gap - r[3]
+                    r[3] += delta / r[2]
+                    r[4] += delta * (gap - r[3])
+                best = st.rhythm_best
+                if r[0] >= RHYTHM_CALLS and (best is None or r[0] > best[2]):
+                    cv = (r[4] / r[2]) ** 0.5 / r[3] if r[2] and r[3] > 0 else -1.0
+                    st.rhythm_best = (p, r[1], r[0], r[3], cv, r[5], tool)
+            else:
+                r[0] = 0
+        sigs.append(sig)
+        del sigs[:-_PERIODS]
 
     def _interval(self, st: _Stats, gap: float) -> None:
         st.seen_n += 1
@@ -424,6 +480,7 @@ class SessionAnalyzer(Replayer):
         counts[1] += is_error
         counts[2] += empty
         self._usage(st, d.get("usage"))
+        st.results += 1
         st.last_output = output
         if hit is None:
             return
@@ -474,7 +531,7 @@ class SessionAnalyzer(Replayer):
         a.first_repeat = st.first_repeat
         a.intervals = _interval_stats(st.intervals, st.seen_n)
         half = st.calls // 2
-        a.new_in_second_half = sum(1 for first, _ in st.distinct.values() if first > half)
+        a.new_in_second_half = sum(1 for known in st.distinct.values() if known[0] > half)
         a.bursts, a.burst_calls = st.bursts, st.burst_calls
         a.attempts, a.attempt_calls = st.attempts, st.attempt_calls
         a.tokens, a.cost_usd, a.cost_estimated = st.tokens, st.cost, st.estimated
@@ -494,24 +551,99 @@ class SessionAnalyzer(Replayer):
             if fi is not None:
                 onset, cost_then, cost_at = self._onset.pop(session, (fi["call_index"], st.cost, st.cost))
                 ha = r.halted_at
+                end = max(st.loop_end, fi["call_index"], onset)  # the last call of the loop's own calls
+                end_cost = st.cost if end >= st.calls else st.loop_end_cost
                 a.loop = {
                     "kind": fi["kind"],
                     "reason": fi["reason"],
                     "tool": fi["tool"],
+                    "found_by": "detectors",
                     "onset_call": onset,
+                    "onset_time": _time_of(st, onset),
                     "first_intervention_call": fi["call_index"],
                     "halted_call": ha["call_index"] if ha else None,
-                    "calls_after_onset": max(st.calls - onset + 1, 0),
-                    "cost_after_onset": round(max(st.cost - cost_then, 0.0), 6),
-                    "calls_saved": max(st.calls - fi["call_index"] + 1, 0),
-                    "cost_saved": round(max(st.cost - cost_at, 0.0), 6),
+                    "end_call": end,
+                    "calls_after_onset": max(end - onset + 1, 0),
+                    "cost_after_onset": round(max(end_cost - cost_then, 0.0), 6),
+                    "calls_saved": max(end - fi["call_index"] + 1, 0),
+                    "cost_saved": round(max(end_cost - cost_at, 0.0), 6),
                 }
+                repeat = _first_repeat_of(st, st.loop_sigs)
+                if repeat is not None and (a.first_repeat is None or a.first_repeat["call"] != repeat["call"]):
+                    a.first_repeat = repeat  # the loop's, not a harmless repeat before it
+        if a.loop is None and st.results == 0 and st.rhythm_best is not None:
+            a.loop = _rhythm_loop(st)
+            if a.loop is not None:
+                a.shapes = [a.loop["kind"]]
         return a
 
     def finish_all(self) -> list[SessionAnalysis]:
         """Every session still open, finished, in order of first appearance."""
         out = [a for name in list(self.stats) if (a := self.finish(name)) is not None]
         return out
+
+
+def _time_of(st: _Stats, n: int) -> str | None:
+    """When call ``n`` was made (ISO 8601, UTC), if the log says and the call is among the recent ones."""
+    ts = next((c[3] for c in st.costs if c[0] == n), None)
+    return _iso(ts)
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _first_repeat_of(st: _Stats, sigs: set[int]) -> dict[str, Any] | None:
+    """The first repeat of one of a loop's calls (the first repeat of the session may be harmless)."""
+    best: tuple[int, int, int] | None = None  # (second call, first call, signature)
+    for sig in sigs:
+        known = st.distinct.get(sig)
+        if known is not None and len(known) > 2 and (best is None or known[2] < best[0]):
+            best = (known[2], known[0], sig)
+    if best is None:
+        return None
+    label = next((f"{c[4]} {_excerpt(c[5], 200)}" for c in st.costs if c[2] == best[2]), None)
+    out: dict[str, Any] = {"call": best[0], "first_seen": best[1], "signature": None, "result_before": None}
+    if label is not None:
+        out["signature"] = one_line(label, 220)
+    return out
+
+
+def _rhythm_loop(st: _Stats) -> dict[str, Any] | None:
+    """A log without results: the longest run of calls repeating one another at a regular interval, as a
+    loop (``found_by: rhythm``), when it is regular enough and not a tool that waits by name (a poll)."""
+    best = st.rhythm_best
+    if best is None:
+        return None
+    period, first, calls, mean, cv, ts, tool = best
+    if not 0 <= cv <= RHYTHM_CV or mean <= 0 or polls_by_name(tool):
+        return None
+    onset = first
+    return {
+        "kind": "repeat" if period == 1 else "cycle",
+        "reason": "rhythm",
+        "tool": tool,
+        "found_by": "rhythm",
+        "period": period,
+        "interval_mean_s": round(mean, 6),
+        "interval_cv": round(cv, 4),
+        "onset_call": onset,
+        "onset_time": _iso(ts),
+        "first_intervention_call": None,
+        "halted_call": None,
+        "end_call": onset + calls - 1,
+        "calls_after_onset": calls,
+        "cost_after_onset": 0.0,
+        "calls_saved": 0,
+        "cost_saved": 0.0,
+    }
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
