@@ -288,7 +288,8 @@ def test_a_ping_pong_without_results_and_a_steady_poll(tmp_path: Path) -> None:
     pp = tmp_path / "pingpong.csv"
     _call_log(pp, [(100 + 0.5 * i, "get_a" if i % 2 else "get_b", "{}") for i in range(30)])
     (a,) = analyze([str(pp)], AnalyzeOptions()).sessions
-    assert a.loop is not None and (a.loop["kind"], a.loop["period"]) == ("cycle", 2)
+    assert a.loop is not None
+    assert (a.loop["kind"], a.loop["period"]) == ("cycle", 2)
     poll = tmp_path / "poll.csv"  # a tool that waits by its name: its rhythm is the point
     _call_log(poll, [(100 + 5.0 * i, "wait_for_job", '{""id"": 7}') for i in range(30)])
     (b,) = analyze([str(poll)], AnalyzeOptions()).sessions
@@ -334,10 +335,12 @@ def test_loop_counts_end_where_the_loop_ends_and_first_repeat_is_the_loops(tmp_p
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     (a,) = analyze([str(path)], AnalyzeOptions()).sessions
     loop = a.loop
-    assert loop is not None and loop["kind"] == "repeat"
+    assert loop is not None
+    assert loop["kind"] == "repeat"
     # onset: the loop's first call (the first search); intervened at the 3rd identical call; the 4th is its last
     assert (loop["onset_call"], loop["first_intervention_call"], loop["end_call"]) == (3, 5, 6)
     assert (loop["calls_after_onset"], loop["calls_saved"]) == (4, 2)  # not to the end of the session
     assert loop["cost_after_onset"] == 0.04
     assert loop["onset_time"] == "1970-01-01T00:16:55.000Z"
-    assert a.first_repeat is not None and a.first_repeat["call"] == 4  # the loop's, not pytest's at 2
+    assert a.first_repeat is not None
+    assert a.first_repeat["call"] == 4
