@@ -288,3 +288,45 @@ def test_a_tool_that_raises_is_recorded_as_a_failure() -> None:
     with pytest.raises(RuntimeError, match="backend down"):  # ADK's own handling of a raising tool
         chat.send()
     assert [bool(e.flags & Flag.ERROR) for e in guard.state.history] == [True]
+
+
+# -- a tool that requires confirmation ----------------------------------------------------------------------------
+def confirm(chat: Chat, events: list[Event], confirmed: bool) -> list[Event]:
+    """The user's answer to the agent's confirmation request in ``events`` (a function response, no words)."""
+    (asked,) = [
+        p.function_call
+        for e in events
+        for p in (e.content.parts or () if e.content else ())
+        if p.function_call and p.function_call.name == "adk_request_confirmation"
+    ]
+    answer = types.FunctionResponse(id=asked.id, name=asked.name, response={"confirmed": confirmed})
+    message = types.Content(role="user", parts=[types.Part(function_response=answer)])
+    return list(chat.runner.run(user_id="u", session_id=chat.session, new_message=message, run_config=CAP))
+
+
+@pytest.mark.parametrize("confirmed", [False, True], ids=["rejected", "confirmed"])
+def test_a_call_that_needs_confirmation_is_checked_once_and_a_rejection_is_the_users_say(confirmed: bool) -> None:
+    """Two empty searches, an edit whose tool requires confirmation, the same search again. The user's answer
+    continues the task (it is no new request), the edit is checked once, not again when it comes back with the
+    answer; rejected, it is the user's refusal (the ladder starts over), not a failed call."""
+    from google.adk.tools import FunctionTool
+
+    guard = Guard(clock=None)
+    edit = ("edit_file", {"path": "refund.md", "change": "30 days"})
+    replies: list[Reply] = [*searches(2), [edit], *searches(1), ["Nothing on refunds."]]
+    chat = Chat(replies, LooptrapPlugin(guard), FunctionTool(edit_file, require_confirmation=True), search_docs)
+    events = chat.send()
+    assert responses(chat.model, 2) == [{"result": "0 results"}]
+    out = confirm(chat, events, confirmed)
+
+    assert final_text(out) == "Nothing on refunds."
+    assert responses(chat.model, 3) == [
+        {"result": "edited refund.md: 30 days"} if confirmed else {"error": "This tool call is rejected."}
+    ]
+    assert ran == Counter(search_docs=3, edit_file=1 if confirmed else 0)
+    assert guard.state.calls == 4  # the edit counted once
+    assert guard.state.task == 1  # the answer goes on with the task
+    history = [e.tool for e in guard.state.history]
+    assert history == (["search_docs"] * 2 + ["edit_file", "search_docs"] if confirmed else ["search_docs"] * 3)
+    assert guard.state.heard == (0 if confirmed else 3)  # the rejection: the user's input, as of the edit
+    assert responses(chat.model, 4) == [{"result": "0 results"}]

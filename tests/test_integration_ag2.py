@@ -222,3 +222,26 @@ def test_the_plugin_on_the_agent_or_on_one_request(per_request: bool) -> None:
     reply, _ = ask(agent, plugins=[loop] if per_request else [])
     assert reply.response.metadata["looptrap"]["reason"] == "loop_repeat"
     assert len(tools.ran) == 2
+
+
+# -- a call the user denies (a tool's approval_required middleware) ---------------------------------------------
+def test_a_call_the_user_denies_is_their_say_not_a_tool_result() -> None:
+    """Two empty searches, an edit the user denies, the same search again: the denial is the user's input (the
+    ladder starts over), not a result of the edit tool."""
+    from ag2.middleware import approval_required
+    from ag2.tools import tool
+
+    tools = Tools()
+    search_docs, edit_file, _ = tools.all
+    gated = tool(edit_file, middleware=[approval_required()])
+    config = scripted(search(), search(), call("edit_file", path="refund.md", content="30 days"), search(), "None.")
+    guard = Guard(clock=None)
+    agent = Agent("support", config=config, tools=[search_docs, gated], plugins=[LoopGuard(guard)])
+    _, text = ask(agent, hitl_hook=lambda event: "n")
+
+    assert text == "None."
+    assert results(config, 3) == [("User denied the tool call request", False)]
+    assert results(config, 4) == [("0 results", False)]
+    assert tools.ran == ["search_docs refund policy"] * 3
+    assert guard.state.heard == 3  # the denial: the user's input, as of the edit
+    assert [e.tool for e in guard.state.history] == ["search_docs"] * 3  # the edit did not run: no result

@@ -276,3 +276,47 @@ def test_an_agent_stuck_delegating_the_same_work_is_halted(shared: bool) -> None
     assert len(lead_llm.inputs) == 5
     assert len(helper_llm.inputs) == 2  # the advised, blocked and halted delegations never reached the coworker
     assert tool_results(lead_llm, 3)[0].startswith("You have called delegate_work_to_coworker")
+
+
+# -- CrewAI's own answer to a repeated input (ReAct tool calls) ----------------------------------------------------
+class ReActLLM(BaseLLM):
+    """A model without native tool calls: each reply is CrewAI's text format, the same search every time."""
+
+    inputs: list[list[dict[str, Any]]] = Field(default_factory=list)
+
+    def call(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        self.inputs.append(json.loads(json.dumps(messages, default=str)))
+        return 'Thought: I should search.\nAction: search_docs\nAction Input: {"query": "refund policy"}'
+
+    async def acall(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.call(messages, *args, **kwargs)
+
+    def supports_function_calling(self) -> bool:
+        return False
+
+
+def observations(llm: ReActLLM, turn: int) -> list[str]:
+    """What each tool call answered, as the model read it on its ``turn``-th call (the ReAct observations)."""
+    said = [m["content"] for m in llm.inputs[turn] if m["role"] == "assistant"]
+    return [text.partition("\nObservation: ")[2] for text in said]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["kickoff", "akickoff"])
+def test_a_repeat_crewai_answers_itself_counts_as_the_same_answer_again(asynchronous: bool) -> None:
+    """CrewAI does not run a call equal to the agent's last one: it answers "I tried reusing the same input...".
+    That call stands for the last one's answer, again (stale): the loop is advised at the 3rd call, as any."""
+    llm = ReActLLM(model="scripted")
+    agent = Agent(role="support", goal="answer", backstory="b", llm=llm, tools=[search_docs], max_iter=CAP)
+    task = Task(description="What is the refund policy?", expected_output="the policy", agent=agent)
+    team = Crew(agents=[agent], tasks=[task], verbose=False)
+    with LoopGuard(Guard(clock=None)), pytest.raises(LoopHalted) as caught:
+        kickoff(team, asynchronous)
+
+    assert caught.value.reason == "loop_repeat"
+    assert len(llm.inputs) == 5  # advised at the 3rd call, blocked at the 4th, halted at the 5th
+    seen = observations(llm, 4)
+    assert seen[0].startswith("0 results")
+    assert seen[1].startswith("I tried reusing the same input")  # CrewAI's own answer, passed on as it is
+    assert seen[2].startswith(ADVICE)
+    assert seen[3].startswith(BLOCKED)
+    assert ran["search_docs"] == 1

@@ -243,3 +243,47 @@ def test_turns_feed_budgets(run: Callable[..., dict[str, Any]]) -> None:
     assert len(tools.ran) == 2  # the third reply reached the budget as it came: its call did not run
     assert guard.state.tokens == 30  # each reply's usage
     assert out["last_message"].role == ChatRole.TOOL  # no final message asked for
+
+
+# -- a call the user rejects (Haystack's ConfirmationHook, after looptrap's hooks) ------------------------------
+class Reviewer:
+    """The confirmation UI's human: rejects every call it is asked about (without feedback)."""
+
+    def get_user_confirmation(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> Any:
+        from haystack.hooks.human_in_the_loop import ConfirmationUIResult
+
+        return ConfirmationUIResult(action="reject")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "tests.Reviewer", "init_parameters": {}}
+
+
+def test_a_call_the_user_rejects_is_their_say_not_a_tool_error(run: Callable[..., dict[str, Any]]) -> None:
+    """Two empty searches, an edit the user rejects, the same search again: the rejection is the user's input (the
+    ladder starts over), so the third search runs."""
+    from haystack.hooks.human_in_the_loop import AlwaysAskPolicy, BlockingConfirmationStrategy, ConfirmationHook
+
+    review = ConfirmationHook(
+        confirmation_strategies={
+            "edit_file": BlockingConfirmationStrategy(confirmation_policy=AlwaysAskPolicy(), confirmation_ui=Reviewer())
+        }
+    )
+    replies = [call("search_docs", **REFUND)] * 2 + [call("edit_file", path="refund.md", content="30 days")]
+    replies += [call("search_docs", **REFUND)]
+    tools = Tools()
+    script = Script(lambda turn: reply(replies[turn]) if turn < len(replies) else "Nothing on refunds.")
+    guard = Guard(clock=None)
+    loop = LoopGuard(guard)
+    agent = Agent(
+        chat_generator=MockChatGenerator(response_fn=script),
+        tools=tools.all(),
+        hooks=loop.hooks({"before_tool": [review]}),
+    )
+    out = run(agent)
+
+    assert out["messages"][-1].text == "Nothing on refunds."
+    assert script.results(3) == [("Tool execution for 'edit_file' was rejected by the user.", True)]
+    assert script.results(4) == [("0 results", False)]
+    assert tools.ran == ["search_docs refund policy"] * 3
+    assert guard.state.heard == 3  # the rejection: the user's input, as of the edit
+    assert [e.tool for e in guard.state.history] == ["search_docs"] * 3  # the edit did not run: no result

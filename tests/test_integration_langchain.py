@@ -618,3 +618,88 @@ def test_hand_built_graph_human_messages_inside_one_invocation_are_the_same_task
     with pytest.raises(LoopHalted):
         invoke(hand_built_graph(m, mw, critic=True), mode, {"messages": [("user", "Refund policy?")]}, None)
     assert ran["search_docs"] == 2
+
+
+# -- a hand-built graph: the calls of one model message are one step ---------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+def test_hand_built_graph_calls_of_one_model_message_share_one_step(mode: str) -> None:
+    """Nothing ends turns in a hand-built graph: the wrapper passes the id of the AIMessage that asked for each
+    call. Three identical calls of one message all get the advice; the next message's is blocked, the one after
+    halts. The guard keeps its real clock: the steps do not depend on timing."""
+    three = calls(*(("search_docs", dict(REFUND)) for _ in range(3)))
+    m = model(search(), search(), three, search(), search(), AIMessage("never reached"))
+    mw = LooptrapMiddleware(GuardPool())
+    with pytest.raises(LoopHalted) as exc:
+        run(hand_built(m, mw), mode)
+    assert exc.value.reason == "loop_repeat"
+    assert len(m.seen) == 5  # halted at the 5th model message's call
+    advised = [x for x in m.seen[3] if isinstance(x, ToolMessage)][-3:]
+    assert [x.tool_call_id for x in advised] == [c["id"] for c in three.tool_calls]
+    assert [str(x.content).startswith(ADVICE) for x in advised] == [True] * 3
+    assert len({str(x.content) for x in advised}) == 1  # the same advice, not advice then a block then a halt
+    assert str(m.seen[4][-1].content).startswith(BLOCKED)
+    assert ran["search_docs"] == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hand_built_graph_a_repeated_call_is_advised_blocked_and_halted_promptly(mode: str) -> None:
+    m = model(*(search() for _ in range(8)), AIMessage("never reached"))
+    mw = LooptrapMiddleware(GuardPool())  # the real clock, as in production
+    with pytest.raises(LoopHalted):
+        run(hand_built(m, mw), mode)
+    assert len(m.seen) == 5
+    assert str(m.seen[3][-1].content).startswith(ADVICE)
+    assert str(m.seen[4][-1].content).startswith(BLOCKED)
+    assert [v.action for v in mw.guard_for("t1").state.verdicts] == ["advise", "block", "halt"]
+
+
+# -- human in the loop: a refusal is the user's say, an interrupted call is checked once --------------------------
+def hitl_agent(m: ScriptedModel, guard: Guard, interrupt_mode: str) -> Any:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+    hitl = HumanInTheLoopMiddleware({"edit_file": True}, interrupt_mode=interrupt_mode)  # type: ignore[arg-type]
+    return create_agent(m, TOOLS, middleware=[LooptrapMiddleware(guard), hitl], checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("interrupt_mode", ["per_call", "batched"])
+def test_a_call_the_user_rejects_is_their_say_not_a_tool_error(interrupt_mode: str) -> None:
+    """Two empty searches, an edit the user rejects, the same search again: the rejection is the user's input
+    (the ladder starts over), so the third search runs; the edit, stopped by interrupt() after its check, is
+    counted once."""
+    from langgraph.types import Command
+
+    guard = Listening()
+    edit = calls(("edit_file", {"path": "refund.md", "text": "30 days"}))
+    m = model(search(), search(), edit, search(), AIMessage("Nothing on refunds yet."))
+    graph = hitl_agent(m, guard, interrupt_mode)
+    config: Any = {"configurable": {"thread_id": "review"}}
+    out = graph.invoke({"messages": [("user", "What is the refund policy?")]}, config)
+    (pause,) = out["__interrupt__"]
+    no = {"type": "reject", "message": "not now"}
+    out = graph.invoke(Command(resume={"decisions": [no]} if interrupt_mode == "batched" else {pause.id: no}), config)
+    assert out["messages"][-1].content == "Nothing on refunds yet."
+    results = tool_results(out["messages"])
+    assert [s for s, _ in results] == ["success", "success", "error", "success"]
+    assert results[2][1].startswith("User rejected the tool call for `edit_file`")
+    assert results[3][1] == "0 results"  # not advised: the user spoke since the first two searches
+    assert (ran["search_docs"], ran["edit_file"]) == (3, 0)
+    assert guard.state.calls == (4 if interrupt_mode == "per_call" else 3)  # batched: the edit never reached a tool
+    assert guard.state.turn == 5  # every model message ended its turn, the one with the rejected call too
+    if interrupt_mode == "batched":
+        assert guard.heard == ["What is the refund policy?", None]  # the refusal, heard as the user's input
+
+
+def test_a_call_approved_after_an_interrupt_is_checked_once() -> None:
+    from langgraph.types import Command
+
+    guard = Guard(clock=None)
+    edit = calls(("edit_file", {"path": "refund.md", "text": "30 days"}))
+    graph = hitl_agent(model(edit, AIMessage("Edited.")), guard, "per_call")
+    config: Any = {"configurable": {"thread_id": "approve"}}
+    out = graph.invoke({"messages": [("user", "Write the refund policy.")]}, config)
+    (pause,) = out["__interrupt__"]
+    out = graph.invoke(Command(resume={pause.id: {"type": "approve"}}), config)
+    assert out["messages"][-1].content == "Edited."
+    assert ran["edit_file"] == 1
+    assert guard.state.calls == 1  # checked before interrupt(), not again when it ran on resume
+    assert len(guard.state.history) == 1

@@ -249,3 +249,16 @@ def test_turns_feed_budgets() -> None:
     out = ask(agent)
     assert out.response.additional_kwargs["looptrap"]["reason"] == "budget_turns"
     assert len(tools.ran) == 2  # the third response reached the budget as it came: its call did not run
+
+
+def test_the_model_reads_advice_and_blocks_as_failed_calls(streaming: bool) -> None:
+    """``FunctionAgent`` builds the tool message from the output's blocks alone: the agent marks the refused calls'
+    messages ``is_error`` (what the LLM adapters read), and only theirs."""
+    tools, script = Tools(), Script(lambda turn: search())
+    agent = GuardedFunctionAgent(tools=tools.all(), llm=script.llm(), streaming=streaming, guard=Guard(clock=None))
+    ask(agent)
+
+    tool_messages = [m for m in script.seen[4] if m.role == "tool"]  # what the model read before its 5th response
+    assert [str(m.content)[:8] for m in tool_messages] == ["0 result", "0 result", ADVICE[:8], BLOCKED[:8]]
+    assert [m.additional_kwargs.get("is_error") for m in tool_messages] == [None, None, True, True]
+    assert [m.additional_kwargs["tool_call_id"] for m in tool_messages] == ["call-0"] * 4

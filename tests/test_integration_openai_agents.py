@@ -18,6 +18,7 @@ need("openai-agents (pip install 'looptrap[openai-agents]')", importlib.util.fin
 
 from agents import (  # noqa: E402
     Agent,
+    AgentHooks,
     FunctionTool,
     RunConfig,
     Runner,
@@ -330,3 +331,47 @@ def test_original_agent_is_left_as_it_is_and_guarding_twice_attaches_once() -> N
     assert isinstance(guarded, FunctionTool)
     assert guarded.tool_input_guardrails == [rails.input]
     assert guarded.tool_output_guardrails == [rails.output]
+
+
+# -- a model whose responses report no usage ---------------------------------------------------------------------
+class Hooks(AgentHooks[Any]):
+    """The agent's own hooks: they must still run on the guarded copy."""
+
+    def __init__(self) -> None:
+        self.responses = 0
+        self.tools = 0
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        self.responses += 1
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+        self.tools += 1
+
+
+async def streamed(agent: Agent[Any]) -> None:
+    result = Runner.run_streamed(agent, "What is the refund policy?", run_config=NO_TRACES)
+    async for _ in result.stream_events():
+        pass
+
+
+@pytest.mark.parametrize("how", ["run_sync", "run", "run_streamed"])
+def test_responses_without_usage_are_still_steps_of_the_ladder(how: str) -> None:
+    """A model (a proxy, a local server) whose responses carry ``Usage()``: the run's ``usage.requests`` stays 0,
+    yet each response is a step: advice, a block, then a halt, long before ``max_turns``."""
+    three = [function_call("search_docs", REFUND, call_id=f"p{i}") for i in range(3)]
+    script = [*calls("search_docs", REFUND, 2), three, *calls("search_docs", REFUND, 6, start=4)]
+    model = ScriptedModel(script, default_usage=Usage())
+    hooks = Hooks()
+    agent = guard_agent(Agent(name="support", model=model, tools=[search_docs], hooks=hooks), Guard())
+
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as caught:
+        asyncio.run(streamed(agent)) if how == "run_streamed" else run(agent, how == "run")
+
+    assert caught.value.output.output_info.reason == "loop_repeat"
+    assert len(model.calls) == 5  # halted at the 5th response: max_turns (10) never reached
+    advised = tool_outputs(model, 3)
+    assert [advised[f"p{i}"].startswith(ADVICE) for i in range(3)] == [True] * 3
+    assert len({advised[f"p{i}"] for i in range(3)}) == 1  # one response, one step: the same advice
+    assert tool_outputs(model, 4)["c4"].startswith(BLOCKED)
+    assert ran["search_docs"] == 2
+    assert (hooks.responses, hooks.tools) == (5, 2)  # the agent's own hooks ran for every event

@@ -397,3 +397,34 @@ def test_streamed_run_is_guarded() -> None:
         run_async(go())
     assert halted.value.reason == "loop_repeat"
     assert ran["search_docs"] == 2
+
+
+# -- a call the user denies ---------------------------------------------------------------------------------------
+def test_a_call_the_user_denies_is_their_say_not_a_tool_error(run: Run) -> None:
+    """Two empty searches, a deletion that needs approval and is denied, the same search again: the denial is the
+    user's input (the ladder starts over), so the third search runs and is not advised."""
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
+
+    def delete_docs(path: str) -> str:
+        """Delete a document."""
+        ran["delete_docs"] += 1
+        return f"deleted {path}"
+
+    replies = [call("search_docs", **REFUND), call("search_docs", **REFUND), call("delete_docs", path="refund.md")]
+    replies += [call("search_docs", **REFUND), answer("Nothing on refunds.")]
+    script = Script(lambda turn, messages: replies[turn])
+    guard = Guard(clock=None)
+    agent = make_agent(script, LoopGuard(guard), output_type=[str, DeferredToolRequests])
+    agent.tool_plain(requires_approval=True)(delete_docs)
+
+    paused = run(agent, "What is the refund policy?")
+    assert isinstance(paused.output, DeferredToolRequests)
+    (asked,) = paused.output.approvals
+    denied = DeferredToolResults(approvals={asked.tool_call_id: ToolDenied("Not that file.")})
+    done = run(agent, None, message_history=paused.all_messages(), deferred_tool_results=denied)
+
+    assert done.output == "Nothing on refunds."
+    assert script.results(3) == [("delete_docs", "Not that file.", "denied")]
+    assert script.results(4) == [("search_docs", "0 results", "success")]  # not advised: the user spoke
+    assert (ran["search_docs"], ran["delete_docs"]) == (3, 0)
+    assert guard.state.calls == 4

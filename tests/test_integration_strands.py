@@ -308,3 +308,48 @@ def test_an_agent_stuck_calling_an_agent_tool_is_halted(shared: bool) -> None:
     assert len(model.inputs) == 5
     assert len(helper_model.inputs) == 2  # the advised, blocked and halted calls never reached the helper
     assert results(model, 3)["h3"].startswith(ADVICE.replace("search_docs", "helper"))
+
+
+# -- calls another hook stops: an approval that interrupts, a cancel -----------------------------------------------
+class Approval:
+    """The user's approval of every ``edit_file`` call, as Strands documents it: an interrupt, then on resume the
+    answer; anything but "yes" cancels the call."""
+
+    def register_hooks(self, registry: Any, **kwargs: Any) -> None:
+        from strands.hooks import BeforeToolCallEvent
+
+        registry.add_callback(BeforeToolCallEvent, self.approve)
+
+    def approve(self, event: Any) -> None:
+        if event.tool_use["name"] == "edit_file" and event.interrupt("approve_edit", reason="edit?") != "yes":
+            event.cancel_tool = "approval was not granted"
+
+
+@pytest.mark.parametrize("answer", ["yes", "no"])
+def test_a_call_an_interrupt_stops_is_checked_once_and_a_no_is_the_users_refusal(answer: str) -> None:
+    """Two empty searches, an edit that waits for the user's approval (an interrupt), then the same search. The
+    edit is checked once, not again when it comes back on resume; cancelled by the approval hook on the user's
+    "no", it is the user's refusal (the ladder starts over: the search after it runs)."""
+    edit = ("edit_file", {"path": "refund.md", "change": "30 days"}, "e1")
+    model = ScriptedModel([*searches(2), [edit], *searches(1, start=3), ["Nothing on refunds."]])
+    guard = Guard(clock=None)
+    agent = Agent(
+        model=model,
+        tools=[search_docs, edit_file],
+        plugins=[LoopGuard(guard)],
+        hooks=[Approval()],
+        callback_handler=None,
+    )
+    paused = agent("What is the refund policy?")
+    assert paused.stop_reason == "interrupt"
+    (asked,) = paused.interrupts
+    done = agent([{"interruptResponse": {"interruptId": asked.id, "response": answer}}])
+
+    assert str(done).strip() == "Nothing on refunds."
+    expected = "edited refund.md: 30 days" if answer == "yes" else "approval was not granted"
+    assert results(model, 3)["e1"] == expected
+    assert ran == Counter(search_docs=3, edit_file=1 if answer == "yes" else 0)
+    assert guard.state.calls == 4  # the edit counted once
+    assert guard.state.pending == []  # every call checked got its answer recorded, the cancelled one too
+    assert guard.state.heard == (0 if answer == "yes" else 3)  # the refusal: the user's input, as of the edit
+    assert [e.tool for e in guard.state.history].count("edit_file") == (1 if answer == "yes" else 0)

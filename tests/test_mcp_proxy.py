@@ -118,6 +118,25 @@ def test_a_looping_client_gets_advice_then_a_block_then_a_halt(tmp_path: Path, m
     assert after.startswith("Halted (loop_repeat)")  # halted stays halted
 
 
+def test_back_to_back_identical_calls_climb_the_ladder_without_a_pause(tmp_path: Path, monkeypatch: Any) -> None:
+    """A client that sends the same call again as soon as it gets each answer, with no pause at all: each
+    call after the one the guard intercepted is the next step (the client got its answer), not a parallel call
+    of the same turn, so the loop is advised, blocked and halted at calls 3, 4 and 5."""
+    ran = tmp_path / "ran.log"
+    monkeypatch.setenv("MCP_UPSTREAM_LOG", str(ran))
+
+    async def loop() -> list[Any]:
+        async with connect(proxied()) as s:
+            return [await s.call_tool("search_docs", {"query": "refund policy"}) for _ in range(5)]
+
+    results = run(loop)
+    assert [r.is_error for r in results] == [False, False, True, True, True]
+    assert text(results[2]).startswith("You have called search_docs with these exact arguments 3 times")
+    assert text(results[3]).startswith("Blocked: this call was not run.")
+    assert text(results[4]).startswith("Halted (loop_repeat)")
+    assert len(ran.read_text().splitlines()) == 2
+
+
 def test_a_client_that_changes_course_is_left_alone() -> None:
     async def course() -> list[Any]:
         async with connect(proxied()) as s:

@@ -208,3 +208,86 @@ def test_a_call_log_names_the_message_of_each_call(tmp_path: Path) -> None:
     assert report.halted_at is None or report.halted_at["call_index"] > 8  # no halt inside a response
     steps = {s["call_index"]: s["action"] for s in report.signals}
     assert len({steps[i] for i in steps if 9 <= i <= 12}) <= 1  # the last response: one step, one action
+
+
+# -- the agent frameworks' own answers for calls that did not run (the integrations record them) ------------------
+def test_langchain_human_in_the_loop_decisions() -> None:
+    from looptrap.reading.outcome_kinds import langchain_kind
+
+    def hitl(decision: str) -> dict[str, Any]:
+        return {"lc_source": "hitl_interrupt_decision", "lc_data": {"decision": decision}}
+
+    assert langchain_kind(hitl("reject")) == "refused"
+    assert langchain_kind(hitl("respond")) == "refused"  # the user answered in the tool's place
+    assert langchain_kind(hitl("approve")) is None
+    assert langchain_kind({"lc_source": "summarization"}) is None
+    assert langchain_kind({"lc_source": "hitl_interrupt_decision"}) is None
+    assert langchain_kind({}) is None
+    assert langchain_kind("hitl_interrupt_decision") is None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "kind"),
+    [("denied", "refused"), ("interrupted", "interrupted"), ("success", None), ("failed", None), ("retried", None)],
+)
+def test_pydantic_ai_outcomes(outcome: str, kind: str | None) -> None:
+    from looptrap.reading.outcome_kinds import pydantic_ai_kind
+
+    assert pydantic_ai_kind(outcome) == kind
+
+
+@pytest.mark.parametrize(
+    ("result", "kind"),
+    [
+        ({"error": "This tool call is rejected."}, "refused"),
+        ({"error": "This tool call requires confirmation, please approve or reject."}, "interrupted"),
+        ({"error": "This tool call is rejected.", "detail": "x"}, None),  # the tool's own dict
+        ({"error": "backend down"}, None),
+        ({"result": "This tool call is rejected."}, None),
+        ("This tool call is rejected.", None),
+    ],
+)
+def test_adk_confirmation_answers(result: Any, kind: str | None) -> None:
+    from looptrap.reading.outcome_kinds import adk_kind
+
+    assert adk_kind(result) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Tool execution for 'delete_file' was rejected by the user.", "refused"),
+        ("Tool execution for 'delete_file' failed.", None),
+        ("The user rejected it", None),
+        (None, None),
+    ],
+)
+def test_haystack_rejections(text: Any, kind: str | None) -> None:
+    from looptrap.reading.outcome_kinds import haystack_kind
+
+    assert haystack_kind(text) == kind
+
+
+def test_ag2_denials() -> None:
+    from looptrap.reading.outcome_kinds import ag2_kind
+
+    assert ag2_kind("User denied the tool call request") == "refused"
+    assert ag2_kind("User denied the tool call request, and said why") is None  # a message of its own
+    assert ag2_kind("0 results") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Tool execution cancelled", "cancelled"),
+        ("tool cancelled by user", "cancelled"),
+        ("Tool cancelled by hook", "cancelled"),
+        ("Tool execution cancelled locally; remote execution may have continued", "interrupted"),
+        ("Error: backend down", None),
+        ("Tool execution cancelled by the weather", None),
+    ],
+)
+def test_strands_cancellations(text: str, kind: str | None) -> None:
+    from looptrap.reading.outcome_kinds import strands_kind
+
+    assert strands_kind(text) == kind

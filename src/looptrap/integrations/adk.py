@@ -9,7 +9,9 @@ Advice and blocks answer the call from ``before_tool_callback``: the tool does n
 answers in the model's place with a final text response that gives the reason (``event.custom_metadata
 ["looptrap"]`` holds it), so no model call is made after the halt. Each model response ends a turn as it
 arrives (``after_model_callback``), before its tool calls run: the parallel calls of one response share one
-step of the escalation ladder. Plugin callbacks serve ``Runner.run`` and ``Runner.run_async`` alike.
+step of the escalation ladder. A call whose tool requires confirmation is checked once: when the user answers,
+it runs (or is answered "rejected", recorded as the user's refusal) without a second check. Plugin callbacks serve
+``Runner.run`` and ``Runner.run_async`` alike.
 
 Needs ``pip install "looptrap[adk]"``.
 """
@@ -34,6 +36,7 @@ from google.genai import types
 from looptrap.core.types import Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import adk_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["LooptrapPlugin", "halt_metadata"]
@@ -87,6 +90,7 @@ class LooptrapPlugin(BasePlugin):
         self._report = _ReportBlocked(config.report_tool) if config.report_tool else None
         self._advice: dict[str, str] = {}  # invocation id -> turn-level advice for its next model request
         self._refused: set[str] = set()  # function call ids answered by the guard, not run
+        self._waiting: set[str] = set()  # calls checked, then held for the user's confirmation
         self._lock = threading.Lock()
 
     def guard_for(self, user_id: str, session_id: str) -> Guard:
@@ -106,8 +110,8 @@ class LooptrapPlugin(BasePlugin):
         """A new request: a new task, and what the user said. The request of an agent used as a tool that shares
         its caller's guard is a step of the caller's task, not a new one."""
         guard = self._guard(invocation_context)
-        if _CALLER.get() is guard:
-            return None
+        if _CALLER.get() is guard or _answers_only(user_message):
+            return None  # an agent tool's request, or the user's answers to the agent's (a tool confirmation)
         guard.new_task()
         text = "\n".join(p.text for p in user_message.parts or () if p.text and not p.thought)
         guard.user_message(text or None)
@@ -175,6 +179,9 @@ class LooptrapPlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         """Check the call; a call that must not run is answered with the advice as its error."""
         guard = self._guard(tool_context)
+        if tool_context.tool_confirmation is not None and self._confirmed(tool_context):
+            _CALLER.set(guard)
+            return None  # checked before it asked for confirmation: it goes on as that check allowed
         report = tool is self._report
         verdict = guard.handle_report_blocked(tool_args) if report else guard.check(tool.name, tool_args)
         if verdict.allowed:
@@ -196,8 +203,24 @@ class LooptrapPlugin(BasePlugin):
             if call_id in self._refused:
                 self._refused.discard(call_id)
                 return None
-        self._guard(tool_context).record(tool.name, tool_args, result, is_error=_failed(result))
+        if tool_context.function_call_id in tool_context.actions.requested_tool_confirmations:
+            with self._lock:  # not run: it waits for the user, and runs (or is rejected) once they answer
+                if len(self._waiting) >= _RUNS:
+                    self._waiting.clear()
+                self._waiting.add(_confirmation_key(tool_context))
+            return None
+        guard = self._guard(tool_context)  # a rejected confirmation: the user's refusal
+        guard.record(tool.name, tool_args, result, is_error=_failed(result), outcome=adk_kind(result))
         return None
+
+    def _confirmed(self, tool_context: ToolContext) -> bool:
+        """Whether the call was checked before it asked for the user's confirmation (and now comes back with it)."""
+        key = _confirmation_key(tool_context)
+        with self._lock:
+            if key not in self._waiting:
+                return False
+            self._waiting.discard(key)
+            return True
 
     async def on_tool_error_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, error: Exception
@@ -221,6 +244,19 @@ def _halt_response(verdict: Verdict) -> LlmResponse:
 
 def _call_id(ctx: ToolContext) -> str:
     return f"{ctx.invocation_id}:{ctx.function_call_id}"
+
+
+def _confirmation_key(ctx: ToolContext) -> str:
+    """A call awaiting confirmation, as it comes back once the user answered (in a new invocation)."""
+    session = ctx.session
+    return f"{session.user_id}:{session.id}:{ctx.function_call_id}"
+
+
+def _answers_only(message: types.Content) -> bool:
+    """Whether a user message holds nothing but function responses (answers to the agent's own requests, such as
+    a tool confirmation), no words of the user's."""
+    parts = message.parts or ()
+    return bool(parts) and all(p.function_response is not None and not p.text for p in parts)
 
 
 def _failed(result: Any) -> bool:

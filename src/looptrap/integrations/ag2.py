@@ -9,7 +9,7 @@ with a ``ToolErrorEvent`` holding the advice (the tool does not run) and the tur
 no cap of its own: once the run is halted, the next model call is answered by the middleware without calling the
 model, so the turn ends with a final reply that says why (its message's ``metadata["looptrap"]``). Each model
 response ends a turn before its calls (which AG2 runs in parallel) execute; each ``ask`` is a new task, its
-message the user's input.
+message the user's input. A call the user denies (a tool's ``approval_required`` middleware) is their refusal.
 
 Needs ``pip install "looptrap[ag2]"``.
 """
@@ -38,6 +38,7 @@ from ag2.tools import tool
 from looptrap.core.types import Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import ag2_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION
 
 __all__ = ["CallRefused", "LoopGuard"]
@@ -126,8 +127,9 @@ class _Middleware(BaseMiddleware):
         out = await call_next(event, context)
         if isinstance(out, ToolErrorEvent):
             self.guard.record(event.name, args, f"{type(out.error).__name__}: {out.error}", is_error=True)
-        elif isinstance(out, ToolResultEvent):
-            self.guard.record(event.name, args, "".join(str(getattr(p, "content", p)) for p in out.result.parts))
+        elif isinstance(out, ToolResultEvent):  # a denial by the tool's approval_required: the user's refusal
+            text = "".join(str(getattr(p, "content", p)) for p in out.result.parts)
+            self.guard.record(event.name, args, text, outcome=ag2_kind(text))
         else:  # a call the client runs: no result here
             return out
         advice, self.advice = self.advice, None

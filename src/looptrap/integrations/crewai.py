@@ -5,7 +5,9 @@
     LoopGuard().register()  # then crew.kickoff() / agent.kickoff() as usual; or: with LoopGuard(): ...
 
 The before-tool hook checks each call; a call that must not run is blocked, and the after-tool hook puts the
-advice in place of CrewAI's "blocked" text, so the model reads the advice as the tool's result. A halt is
+advice in place of CrewAI's "blocked" text, so the model reads the advice as the tool's result. A call CrewAI
+itself does not run because it repeats the agent's last call ("I tried reusing the same input...") is recorded
+with that last call's result, which it stands for (the same answer again). A halt is
 CrewAI's deliberate stop: the before-LLM hook raises :class:`LoopHaltedAbort` (a ``HookAborted`` that is also a
 :class:`looptrap.LoopHalted`) before the next model call, which CrewAI never retries: ``kickoff`` raises it with
 ``.reason`` and ``.summary``. Each model call of an agent's run ends the turn before it, so the parallel calls
@@ -42,6 +44,7 @@ from looptrap.core.errors import LoopHalted
 from looptrap.core.types import Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import crewai_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION
 
 __all__ = ["LoopGuard", "LoopHaltedAbort", "ReportBlockedTool"]
@@ -70,6 +73,7 @@ class _Run:
 
     guard: Guard
     usage: tuple[int, int, int] = (0, 0, 0)  # the LLM's token counters when its last turn ended
+    last: tuple[str, dict[str, Any], Any, bool] | None = None  # the last call that ran: tool, input, result, failed
 
 
 class ReportBlockedTool(BaseTool):
@@ -178,9 +182,17 @@ class LoopGuard:
             _REFUSED.set(None)
             return refused.message
         run = self._run_of(context.agent, context.task, context.crew, None)
-        raw = context.raw_tool_result
+        name, args, raw = context.tool_name, dict(context.tool_input), context.raw_tool_result
+        if crewai_kind(raw) == "cancelled":  # CrewAI did not run it: it repeats the last call that ran
+            last = run.last
+            if last is not None and last[:2] == (name, args):  # so its answer is that call's, again: stale
+                run.guard.record(name, args, last[2], is_error=last[3])
+            else:
+                run.guard.record(name, args, raw, outcome="cancelled")
+            return None
         failed = isinstance(raw, str) and raw.startswith(_TOOL_ERROR)
-        run.guard.record(context.tool_name, dict(context.tool_input), raw, is_error=failed)
+        run.guard.record(name, args, raw, is_error=failed)
+        run.last = (name, args, raw, failed)
         return None
 
     # -- runs --------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ block) is answered with an error tool result holding the advice and does not run
 Once the run is halted, the next ``before_llm`` sets the ``stop_run`` state key, so the run ends before another
 model call with ``exit_reason == "looptrap:<reason>"`` and, by default, a last assistant message that says why.
 Each model reply with tool calls ends a turn before its calls run; each run is a new task, its new user messages
-the user's input. ``Agent.run`` and ``Agent.run_async`` alike.
+the user's input. A call that a ``ConfirmationHook`` after looptrap's rejects is recorded as the user's refusal.
+``Agent.run`` and ``Agent.run_async`` alike.
 
 Needs ``pip install "looptrap[haystack]"``.
 """
@@ -30,6 +31,7 @@ from haystack.tools.tool import Tool
 from looptrap.core.types import Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import haystack_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["SESSION_KEY", "LoopGuard"]
@@ -181,8 +183,9 @@ class LoopGuard:
                 results[id(result.origin)] = results[_key(result.origin)] = result
         for call in run.running:
             found = results.get(id(call)) or results.get(_key(call))
-            if found is not None:
-                run.guard.record(call.tool_name, call.arguments, found.result, is_error=found.error)
+            if found is not None:  # a call a ConfirmationHook after this one rejected: the user's refusal
+                kind = haystack_kind(found.result) if found.error else None
+                run.guard.record(call.tool_name, call.arguments, found.result, is_error=found.error, outcome=kind)
         run.running = []
 
 

@@ -10,7 +10,10 @@ the run with a final ``AIMessage`` that gives the reason (``on_halt="end"``); ei
 answered first, so a checkpointed thread stays valid for the next user message. In a hand-built LangGraph
 graph the same middleware wraps a ``ToolNode``:
 ``ToolNode(tools, wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call)``; there each new
-invocation that brings new input is a new task.
+invocation that brings new input is a new task, and the calls of one model message share one step of the
+escalation ladder (the message's id is passed to the guard). A call that LangChain's human-in-the-loop middleware
+answers with a refusal is recorded as refused; a call interrupted by LangGraph's ``interrupt()`` is checked
+once, not again when it runs on resume.
 """
 
 from __future__ import annotations
@@ -23,15 +26,16 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_config
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from looptrap.core.errors import LoopHalted
-from looptrap.core.types import Verdict
+from looptrap.core.types import OutcomeKind, Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import langchain_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["LooptrapMiddleware"]
@@ -94,6 +98,18 @@ def _asking(messages: Sequence[Any], call_id: str | None) -> int | None:
     return None
 
 
+def _last_model_message(messages: Sequence[Any]) -> int | None:
+    """The index of the last message when it is the model's, or the model's message that the tool messages at
+    the end answer (those a middleware such as human-in-the-loop added for calls it did not run)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AIMessage):
+            return i
+        if not isinstance(m, ToolMessage):
+            return None
+    return None
+
+
 def _answers_new_input(messages: Sequence[Any], at: int | None) -> bool:
     """Whether the model message ``messages[at]`` is the first to ask for tools since the last input (a
     message neither the model's nor a tool's: the user's, a system prompt), or since the start; ``True``
@@ -109,18 +125,25 @@ def _answers_new_input(messages: Sequence[Any], at: int | None) -> bool:
     return True
 
 
-def _outcome(out: Any, call_id: str | None) -> tuple[Any, bool]:
-    """What the model reads of a tool's output, and whether it is an error."""
+def _outcome(out: Any, call_id: str | None) -> tuple[Any, bool, OutcomeKind | None]:
+    """What the model reads of a tool's output, whether it is an error, and the outcome kind of a call that did
+    not run (a refusal by LangChain's human-in-the-loop middleware)."""
     if isinstance(out, Command) and isinstance(out.update, Mapping):
         for m in out.update.get("messages") or ():
             if isinstance(m, ToolMessage) and m.tool_call_id == call_id:
                 out = m
                 break
         else:
-            return out.update, False
+            return out.update, False, None
     if isinstance(out, ToolMessage):
-        return out.content, out.status == "error"
-    return out, False
+        return out.content, out.status == "error", langchain_kind(out.additional_kwargs)
+    return out, False, None
+
+
+def _message_id(messages: Sequence[Any], at: int | None) -> str | None:
+    """The id of the model message ``messages[at]``, if it has one."""
+    mid = None if at is None else messages[at].id
+    return str(mid) if mid else None
 
 
 def _report_blocked(tried: list[str], needed: str) -> str:
@@ -155,6 +178,7 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.tools: list[BaseTool] = []
         self._marks: dict[str | None, str] = {}  # thread -> id of the last message heard up to
         self._runs: dict[str | None, object] = {}  # thread -> the invocation its last tool call ran in
+        self._paused: dict[tuple[str | None, str], None] = {}  # (thread, call id) of calls stopped by interrupt()
         self._runs_lock = threading.Lock()
         self._agent = False  # the agent hooks ran: create_agent starts tasks and raises halts itself
         if self.report_tool:
@@ -179,24 +203,44 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         call = request.tool_call
         thread = _thread_id(request.runtime)
         guard = self.guard_for(thread)
+        messages = _messages(request.state)
+        at = _asking(messages, call["id"])
+        resumed = self._resumed(thread, call["id"])
         if not self._agent:
-            self._new_invocation(thread, guard, request)
+            self._new_invocation(thread, guard, request, messages, at, resumed)
+        if resumed:  # checked before interrupt() stopped it: it runs now, as that check allowed
+            return guard, None
         if call["name"] == self.report_tool:
             verdict = guard.handle_report_blocked(call["args"])
         else:
-            verdict = guard.check(call["name"], call["args"])
+            verdict = guard.check(call["name"], call["args"], message_id=_message_id(messages, at))
             if verdict.allowed:
                 return guard, None
         if verdict.action == "halt" and self.on_halt == "raise" and not self._agent:
             raise LoopHalted(verdict)  # a hand-built graph; create_agent raises after answering (after_agent)
         return guard, ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error")
 
-    def _new_invocation(self, thread: str | None, guard: Guard, request: ToolCallRequest) -> None:
+    def _resumed(self, thread: str | None, call_id: str | None) -> bool:
+        """Whether the call was stopped by ``interrupt()`` after its check, and now runs again on resume."""
+        key = (thread, call_id)
+        with self._runs_lock:
+            if call_id is None or key not in self._paused:
+                return False
+            del self._paused[key]
+            return True
+
+    def _new_invocation(
+        self,
+        thread: str | None,
+        guard: Guard,
+        request: ToolCallRequest,
+        messages: Sequence[Any],
+        at: int | None,
+        resumed: bool,
+    ) -> None:
         """A hand-built graph: the first tool call of a new invocation is a new task, when its model message
         answers new input (a resume after an interrupt, or a human message added by a node inside the run,
         goes on with the task)."""
-        messages = _messages(request.state)
-        at = _asking(messages, request.tool_call["id"])
         run = _invocation(request.runtime)
         if run is None:  # outside a graph run: each model message may be a new invocation
             run = ("message", None if at is None else (messages[at].id or at))
@@ -204,18 +248,22 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
             if thread in self._runs and self._runs[thread] == run:
                 return
             _remember(self._runs, thread, run)
-            if _answers_new_input(messages, at):
+            if not resumed and _answers_new_input(messages, at):
                 guard.new_task()
 
     def _record(self, guard: Guard, request: ToolCallRequest, out: ToolResult) -> ToolResult:
         call = request.tool_call
-        result, is_error = _outcome(out, call["id"])
-        guard.record(call["name"], call["args"], result, is_error=is_error)
+        result, is_error, outcome = _outcome(out, call["id"])
+        guard.record(call["name"], call["args"], result, is_error=is_error, outcome=outcome)
         return out
 
     def _failed(self, guard: Guard, request: ToolCallRequest, exc: Exception) -> None:
-        if not isinstance(exc, GraphBubbleUp):  # an interrupt is not a result: the call runs again on resume
-            call = request.tool_call
+        call = request.tool_call
+        if isinstance(exc, GraphInterrupt):  # not a result: the call runs again on resume, already checked
+            if call["id"] is not None:
+                with self._runs_lock:
+                    _remember(self._paused, (_thread_id(request.runtime), call["id"]), None)
+        elif not isinstance(exc, GraphBubbleUp):
             guard.record(call["name"], call["args"], f"{type(exc).__name__}: {exc}", is_error=True)
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
@@ -250,10 +298,12 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         final message with the reason; ``on_halt="raise"`` raises in :meth:`after_agent`, once the answers
         are in the thread."""
         out: list[AnyMessage] = []
-        last = messages[-1] if messages else None
-        if isinstance(last, AIMessage):
-            for call in last.tool_calls:
-                out.append(ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error"))
+        at = _last_model_message(messages)
+        if at is not None:
+            answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
+            for call in messages[at].tool_calls:  # type: ignore[union-attr]
+                if call["id"] not in answered:
+                    out.append(ToolMessage(verdict.message, tool_call_id=call["id"], name=call["name"], status="error"))
         if self.on_halt == "raise":
             return {"messages": out, "jump_to": "end"}
         reason = verdict.reason or "halt"
@@ -312,20 +362,27 @@ class LooptrapMiddleware(AgentMiddleware[AgentState[Any], Any]):
         """End the model's turn (its words and token usage), after hearing any human message added just
         before the call (an interrupt before the model); stop if that halts the session."""
         messages = state["messages"]
-        last = messages[-1] if messages else None
+        at = _last_model_message(messages)  # the model's message, before any answers another middleware added
         self._agent = True
-        if not isinstance(last, AIMessage):
+        if at is None:
             return None
+        last: AIMessage = messages[at]
         thread = _thread_id(runtime)
         guard = self.guard_for(thread)
-        self._hear(thread, guard, messages, len(messages) - 1)
+        self._hear(thread, guard, messages, at)
         verdict = guard.end_turn(
             usage=last.usage_metadata,
             text=last.text or None,
             error="invalid tool call" if last.invalid_tool_calls else None,
             tool_calls=len(last.tool_calls),  # the turn ends before its calls run
         )
-        return self._stop(verdict, messages) if verdict.action == "halt" else None
+        if verdict.action == "halt":
+            return self._stop(verdict, messages)
+        for m in messages[at + 1 :]:  # calls the user refused (human-in-the-loop, batched): the user's say
+            if isinstance(m, ToolMessage) and langchain_kind(m.additional_kwargs) == "refused":
+                guard.user_message(None)
+                break
+        return None
 
     async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """See :meth:`before_agent`."""

@@ -7,11 +7,12 @@ ends on a halt.
 
 LlamaIndex's instrumentation only observes, and the agent turns every exception a tool raises into one more tool
 result, so a halt cannot be raised from a tool. Here the agent's own steps do it: each tool call is checked
-before it runs (advice and blocks are the call's error result, ``ToolOutput(is_error=True)``; the tool does not
-run), and once the run is halted, the next agent step answers without calling the model, so the workflow ends
-with its ``StopEvent`` as after any answer: the run's ``AgentOutput`` says why (``response.additional_kwargs
-["looptrap"]``). Each model response ends a turn before its calls run; each run is a new task, its message the
-user's input. LlamaIndex agents are async (``await agent.run(...)``).
+before it runs (advice and blocks are the call's error result, ``ToolOutput(is_error=True)``, and the tool
+message the model reads says so, ``additional_kwargs["is_error"]``; the tool does not run), and once the run
+is halted, the next agent step answers without calling the model, so the workflow ends with its ``StopEvent``
+as after any answer: the run's ``AgentOutput`` says why (``response.additional_kwargs["looptrap"]``). Each
+model response ends a turn before its calls run; each run is a new task, its message the user's input.
+LlamaIndex agents are async (``await agent.run(...)``).
 
 Needs ``pip install "looptrap[llamaindex]"``.
 """
@@ -22,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.agent.workflow import AgentOutput, FunctionAgent
+from llama_index.core.agent.workflow import AgentOutput, FunctionAgent, ToolCallResult
 from llama_index.core.agent.workflow.agent_context import AgentContext
 from llama_index.core.bridge.pydantic import Field, create_model
 from llama_index.core.llms import ChatMessage
@@ -39,6 +40,7 @@ __all__ = ["SESSION_KEY", "GuardedFunctionAgent"]
 
 SESSION_KEY = "looptrap_session"  # the context store key of a run's session id (kept with the Context)
 _ADVICE_KEY = "looptrap_advice"  # turn-level advice, given with the next tool result
+_MARK = "looptrap"  # the key of a refused call's ToolOutput.raw_output: {"looptrap": action, "reason": reason}
 
 
 class GuardedFunctionAgent(FunctionAgent):
@@ -120,8 +122,9 @@ class GuardedFunctionAgent(FunctionAgent):
         else:
             verdict = guard.check(name, tool_input)
         if not verdict.allowed:
+            refused = {_MARK: verdict.action, "reason": verdict.reason}
             return ToolOutput(
-                content=verdict.message, tool_name=name, raw_input=tool_input, raw_output=None, is_error=True
+                content=verdict.message, tool_name=name, raw_input=tool_input, raw_output=refused, is_error=True
             )
         out = await super()._call_tool(ctx, tool, tool_input)
         guard.record(name, tool_input, out.content, is_error=out.is_error)
@@ -130,6 +133,30 @@ class GuardedFunctionAgent(FunctionAgent):
             await ctx.store.set(_ADVICE_KEY, None)
             out.blocks = [*out.blocks, *ToolOutput(tool_name=name, content=f"\n\n{advice}").blocks]
         return out
+
+    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory) -> None:
+        """``FunctionAgent``'s, and the tool messages of refused calls say they are errors
+        (``additional_kwargs["is_error"] = True``, which ``FunctionAgent`` leaves out), for an LLM adapter that
+        gives the model the provider's error flag, and for code that reads the memory."""
+        await super().handle_tool_call_results(ctx, results, memory)
+        refused = {r.tool_id for r in results if _is_refusal(r.tool_output)}
+        if not refused:
+            return
+        scratchpad: list[ChatMessage] = await ctx.store.get(self.scratchpad_key, default=[])
+        for message in reversed(scratchpad):  # this step's tool messages are the last ones
+            call_id = message.additional_kwargs.get("tool_call_id") if message.role == "tool" else None
+            if call_id in refused:
+                message.additional_kwargs["is_error"] = True
+                refused.discard(call_id)
+                if not refused:
+                    break
+        await ctx.store.set(self.scratchpad_key, scratchpad)
+
+
+def _is_refusal(output: ToolOutput) -> bool:
+    """Whether a tool output is the guard's answer to a call it did not run."""
+    raw = output.raw_output
+    return output.is_error and isinstance(raw, dict) and _MARK in raw
 
 
 def _usage(raw: Any) -> Any:

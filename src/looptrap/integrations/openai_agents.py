@@ -5,7 +5,8 @@ and blocks reject the call (``reject_content``): the tool does not run, the mode
 result and the run goes on. A halt trips the guardrail's tripwire: ``Runner.run`` raises the SDK's
 ``ToolInputGuardrailTripwireTriggered``, whose ``output.output_info`` is looptrap's halting :class:`Verdict`.
 The input of each run is the user's input (an agent input guardrail), and the first call of each model
-request ends the turn before it: the calls of one model response share one step of the escalation ladder.
+response ends the turn before it: the calls of one model response share one step of the escalation ladder
+(the guarded agent's hooks count the run's model responses, ``on_llm_end``, around the agent's own hooks).
 
 Needs ``pip install "looptrap[openai-agents]"``.
 """
@@ -22,9 +23,12 @@ from typing import Any, TypeVar
 
 from agents import (
     Agent,
+    AgentHookContext,
+    AgentHooks,
     FunctionTool,
     GuardrailFunctionOutput,
     InputGuardrail,
+    ModelResponse,
     RunContextWrapper,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
@@ -33,6 +37,7 @@ from agents import (
     ToolOutputGuardrailData,
     default_tool_error_function,
 )
+from agents.items import TResponseInputItem
 from agents.tool import Tool
 from agents.tool_context import ToolContext
 
@@ -68,9 +73,12 @@ class LoopGuardrails:
     ``tool_output_guardrails=[rails.output]``). ``user_input``, an agent input guardrail that :meth:`apply`
     adds, passes the input of each run to the guard as the user's input.
 
-    The first call of each new model request of a run ends the turn before it, with the tokens used since
-    (from the run's ``usage``): so the calls of one model response share one step of the escalation ladder,
-    and turn and token budgets apply (a budget halt trips the wire of that call).
+    The first call of each new model response of a run ends the turn before it, with the tokens used since
+    (from the run's ``usage``): so the calls of one model response share one step of the escalation ladder
+    (each is checked with the response's number in its run as ``message_id``), and turn and token budgets
+    apply (a budget halt trips the wire of that call). The responses are counted by the agent's hooks, which
+    :meth:`apply` wraps (``on_llm_end``; the agent's own hooks still run); on agents it did not guard, the
+    guardrails tell responses apart by the run's usage alone.
 
     ``guard``: a :class:`Guard` (one session for every run it guards), a :class:`GuardPool` or ``None`` (a new
     pool): with a pool, each run gets its own guard, or the one ``session(ctx)`` names (a conversation id from
@@ -87,7 +95,8 @@ class LoopGuardrails:
         self.user_input: InputGuardrail[Any] = InputGuardrail(self._hear, name="looptrap", run_in_parallel=False)
         self._report_name = self.guard.engine.config.report_tool
         self._runs: weakref.WeakKeyDictionary[Guard, str] = weakref.WeakKeyDictionary()  # each guard's last run
-        self._turns: dict[str, tuple[int, int, int, int]] = {}  # run -> its usage when it last ended a turn
+        self._turns: dict[str, tuple[int, int, int, int, int]] = {}  # run -> responses, usage at its last turn end
+        self._responses: dict[str, int] = {}  # run -> the model responses it got so far (on_llm_end)
         self._lock = threading.Lock()
 
     def guard_for(self, ctx: RunContextWrapper[Any]) -> Guard:
@@ -133,8 +142,11 @@ class LoopGuardrails:
         report = self.report_tool()
         if report is not None and all(getattr(t, "name", None) != report.name for t in tools):
             tools.append(report)
+        hooks = agent.hooks.inner if isinstance(agent.hooks, _Responses) else agent.hooks
         copied = done[id(agent)] = agent.clone(
-            tools=tools, input_guardrails=[self.user_input, *_others(agent.input_guardrails)]
+            tools=tools,
+            input_guardrails=[self.user_input, *_others(agent.input_guardrails)],
+            hooks=_Responses(self, hooks),
         )
         copied.handoffs = [self._apply(h, done) if isinstance(h, Agent) else h for h in agent.handoffs]
         return copied
@@ -154,31 +166,44 @@ class LoopGuardrails:
             self.guard_for(ctx).user_message(said or None)
         return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
 
-    def _new_turn(self, ctx: RunContextWrapper[Any], guard: Guard) -> Verdict | None:
-        """End the turn before a call that belongs to a new model request of its run (``None``: same request)."""
-        usage, run = ctx.usage, run_session(ctx)
-        now = (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens)
+    def _responded(self, ctx: RunContextWrapper[Any]) -> None:
+        """A model response of the run arrived (``on_llm_end``, before its tool calls are checked)."""
+        run = run_session(ctx)
         with self._lock:
+            n = self._responses.get(run)
+            if n is None:
+                weakref.finalize(ctx.usage, self._responses.pop, run, None)
+                n = 0
+            self._responses[run] = n + 1
+
+    def _new_turn(self, ctx: RunContextWrapper[Any], guard: Guard) -> tuple[Verdict | None, str | None]:
+        """End the turn before a call that belongs to a new model response of its run (``None``: same
+        response), and the response's id for the check (``None`` when the responses are not counted)."""
+        usage, run = ctx.usage, run_session(ctx)
+        with self._lock:
+            n = self._responses.get(run, 0)
+            now = (n, usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens)
+            message = f"{run}:{n}" if n else None
             last = self._turns.get(run)
-            if last is not None and last[0] == now[0]:
-                return None
+            if last == now:
+                return None, message
             if last is None:
                 weakref.finalize(usage, self._turns.pop, run, None)
-                last = (0, 0, 0, 0)
+                last = (0, 0, 0, 0, 0)
             self._turns[run] = now
-        used = {"input_tokens": now[1] - last[1], "output_tokens": now[2] - last[2], "total_tokens": now[3] - last[3]}
-        return guard.end_turn(usage=used)
+        used = {"input_tokens": now[2] - last[2], "output_tokens": now[3] - last[3], "total_tokens": now[4] - last[4]}
+        return guard.end_turn(usage=used), message
 
     def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
         name, guard = ctx.qualified_tool_name, self.guard_for(ctx)
-        turn = self._new_turn(ctx, guard)
+        turn, message = self._new_turn(ctx, guard)
         if turn is not None and turn.action == "halt":
             return ToolGuardrailFunctionOutput.raise_exception(output_info=turn)
         if name == self._report_name:
             verdict = guard.handle_report_blocked(_arguments(ctx))
         else:
-            verdict = guard.check(name, _arguments(ctx))
+            verdict = guard.check(name, _arguments(ctx), message_id=message)
         if verdict.allowed:
             return ToolGuardrailFunctionOutput.allow(verdict if verdict.signals else None)
         if verdict.action == "halt":
@@ -193,6 +218,50 @@ class LoopGuardrails:
         )
         self.guard_for(ctx).record(ctx.qualified_tool_name, _arguments(ctx), result, is_error=failed)
         return ToolGuardrailFunctionOutput.allow()
+
+
+class _Responses(AgentHooks[Any]):
+    """A guarded agent's hooks: counts the run's model responses for :class:`LoopGuardrails`, and calls the
+    agent's own hooks (``inner``) for every event."""
+
+    def __init__(self, rails: LoopGuardrails, inner: AgentHooks[Any] | None) -> None:
+        self.rails = rails
+        self.inner = inner
+
+    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
+        self.rails._responded(context)
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        if self.inner is not None:
+            await self.inner.on_start(context, agent)
+
+    async def on_end(self, context: AgentHookContext[Any], agent: Agent[Any], output: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_end(context, agent, output)
+
+    async def on_handoff(self, context: RunContextWrapper[Any], agent: Agent[Any], source: Agent[Any]) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(context, agent, source)
+
+    async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
 
 
 def guard_agent(

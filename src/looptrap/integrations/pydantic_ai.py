@@ -7,18 +7,20 @@
 Advice and blocks reach the model as a failed tool result (``ToolFailed``), which does not count against the
 tool's ``retries``; a halt raises :class:`looptrap.LoopHalted` out of ``agent.run`` / ``agent.run_sync``.
 Each model response ends a turn as it arrives, before its tool calls run: the calls of one response share one
-step of the escalation ladder.
+step of the escalation ladder. A call the user denies (an approval answered ``ToolDenied``) is recorded as
+refused: the user's say on what the agent does next.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult, WrapToolExecuteHandler
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
-from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturn
+from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AgentToolset, FunctionToolset
 
@@ -26,6 +28,7 @@ from looptrap.core.errors import LoopHalted
 from looptrap.core.types import Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import pydantic_ai_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["LoopGuard"]
@@ -123,6 +126,8 @@ class LoopGuard(AbstractCapability[AgentDepsT]):
             # the calls of one response are one step of the ladder, and a budget halt comes before they run.
             self._ended(ctx, result.model_response)
         elif Agent.is_call_tools_node(node):
+            if Agent.is_model_request_node(result):
+                self._not_run(ctx, node.model_response, result.request.parts)
             advice = self._advice.pop(ctx.run_id or "", None)
             if advice is not None and not Agent.is_end_node(result):  # turn-level advice: with the next request
                 ctx.enqueue(advice)
@@ -137,6 +142,19 @@ class LoopGuard(AbstractCapability[AgentDepsT]):
             if len(self._advice) >= _ADVICE:  # runs that failed before their tool calls ran
                 del self._advice[next(iter(self._advice))]
             self._advice[ctx.run_id or ""] = verdict.message
+
+    def _not_run(self, ctx: RunContext[Any], response: ModelResponse, parts: Sequence[Any]) -> None:
+        """Record the calls of ``response`` that were answered without running (denied, interrupted): the
+        approval flow answers them before any tool hook."""
+        guard = None
+        for part in parts:
+            kind = pydantic_ai_kind(part.outcome) if isinstance(part, ToolReturnPart) else None
+            if kind is None:
+                continue
+            call = next((c for c in response.tool_calls if c.tool_call_id == part.tool_call_id), None)
+            args = call.args_as_dict() if call is not None else None
+            guard = guard or self.guard_for(ctx)
+            guard.record(part.tool_name, args, part.model_response_str(), outcome=kind)
 
     async def _report(self, ctx: RunContext[Any], **arguments: Any) -> str:
         raise _refuse(self.guard_for(ctx).handle_report_blocked(arguments))

@@ -8,7 +8,10 @@ Advice and blocks cancel the call (``BeforeToolCallEvent.cancel_tool``): the too
 the advice as the call's error result. A halt ends the agent loop after the current tool batch
 (``AfterToolsEvent.end_turn``), without calling the model again: the invocation returns normally with
 ``stop_reason == "end_turn"`` and a final message that gives the reason. Each model response ends a turn as it
-arrives, before its tool calls run, so the calls of one response share one step of the escalation ladder.
+arrives, before its tool calls run, so the calls of one response share one step of the escalation ladder. A call
+another hook cancels after looptrap let it through is recorded as not run (cancelled; refused when the cancel
+follows the user's answer to an interrupt, an approval), and one that an interrupt stops before it runs is
+checked once, not again when it runs on resume.
 Sync (``agent(...)``) and async (``invoke_async``, ``stream_async``) alike.
 
 Needs ``pip install "looptrap[strands]"``.
@@ -21,7 +24,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strands import Agent
@@ -39,9 +42,10 @@ from strands.plugins import Plugin
 from strands.tools.tools import PythonAgentTool
 from strands.types.tools import ToolResult, ToolSpec, ToolUse
 
-from looptrap.core.types import Verdict
+from looptrap.core.types import OutcomeKind, Verdict
 from looptrap.drivers.guard import Guard
 from looptrap.drivers.pool import GuardPool
+from looptrap.reading.outcome_kinds import strands_kind
 from looptrap.reading.report import REPORT_BLOCKED_DESCRIPTION, report_blocked_schema
 
 __all__ = ["LoopGuard", "halt_text"]
@@ -50,6 +54,7 @@ SessionKey = Callable[[Agent], str]
 # The guard of the tool call running in this context: an agent used as a tool (``agent.as_tool()``) is invoked
 # inside the call, in its context.
 _CALLER: contextvars.ContextVar[Guard | None] = contextvars.ContextVar("looptrap_strands_caller", default=None)
+_ALLOWED = 4096  # tool use ids awaiting their AfterToolCallEvent, per agent, at most
 
 
 def halt_text(verdict: Verdict) -> str:
@@ -66,6 +71,8 @@ class _Run:
     halt: Verdict | None = None  # halts the loop once the current tool batch is answered
     advice: str | None = None  # turn-level advice, added to the next tool results
     cancelled_model: bool = False  # this invocation's model call was cancelled: its response is not a turn
+    # tool use ids let through, whose AfterToolCallEvent is to come -> whether they came back after an interrupt
+    allowed: dict[str, bool] = field(default_factory=dict)
 
 
 class LoopGuard(Plugin):
@@ -142,6 +149,7 @@ class LoopGuard(Plugin):
         # No user text: a resumed interrupt, which goes on with the task; an agent used as a tool that shares its
         # caller's guard: its input is a step of the caller's task.
         if said is not None and _CALLER.get() is not guard:
+            run.allowed.clear()  # calls an interrupt stopped are not resumed: new input instead
             guard.new_task()
             guard.user_message(said or None)
 
@@ -180,28 +188,40 @@ class LoopGuard(Plugin):
 
     def _before_call(self, event: BeforeToolCallEvent) -> None:
         use = event.tool_use
-        name, args = use["name"], use.get("input")
-        guard = self.guard_for(event.agent)
+        name, args, use_id = use["name"], use.get("input"), str(use.get("toolUseId"))
+        guard, run = self.guard_for(event.agent), self._run(event.agent)
+        if use_id in run.allowed:  # let through, then stopped by an interrupt: it runs now, on resume
+            run.allowed[use_id] = True
+            _CALLER.set(guard)
+            return
         if name == self.report_tool and _is_ours(event):
             verdict = guard.handle_report_blocked(args)
         else:
             verdict = guard.check(name, args)
         if verdict.allowed:
             _CALLER.set(guard)  # until the call's AfterToolCallEvent, which comes in the same task
+            with self._lock:
+                if len(run.allowed) >= _ALLOWED:
+                    run.allowed.clear()
+                run.allowed[use_id] = False
             return
         if verdict.action == "halt":
-            run = self._run(event.agent)
             run.halt = run.halt or verdict
         event.cancel_tool = verdict.message
 
     def _after_call(self, event: AfterToolCallEvent) -> None:
         _CALLER.set(None)
-        if event.cancel_message is not None:  # not run (cancelled here or by another hook)
+        use, result, run = event.tool_use, event.result, self._run(event.agent)
+        with self._lock:
+            resumed = run.allowed.pop(str(use.get("toolUseId")), None)
+        if event.cancel_message is not None:  # not run: cancelled here (nothing to record) or by another hook
+            if resumed is not None:  # after the user's answer to an interrupt (an approval): their refusal
+                why: OutcomeKind = "refused" if resumed else "cancelled"
+                self.guard_for(event.agent).record(use["name"], use.get("input"), event.cancel_message, outcome=why)
             return
-        use, result = event.tool_use, event.result
-        self.guard_for(event.agent).record(
-            use["name"], use.get("input"), _result_value(result), is_error=result.get("status") == "error"
-        )
+        value, failed = _result_value(result), result.get("status") == "error"
+        kind = strands_kind(value) if failed else None  # cancelled while it ran (agent.cancel())
+        self.guard_for(event.agent).record(use["name"], use.get("input"), value, is_error=failed, outcome=kind)
 
     def _after_tools(self, event: AfterToolsEvent) -> None:
         run = self._run(event.agent)
