@@ -91,3 +91,48 @@ def test_report_screenshot(report_page: tuple[Path, object]) -> None:
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000
+
+
+HOSTILE_TOOL = "search</p><script>document.body.setAttribute('data-pwned','tool')</script>"
+HOSTILE_SESSION = "<img src=x onerror=\"document.body.setAttribute('data-pwned','session')\">"
+
+
+def test_hostile_names_are_text_not_markup(tmp_path: Path) -> None:
+    """A looping tool or a session named with markup: shown as text, nothing of it runs (and the page's
+    strict content security policy would refuse it if the escaping missed)."""
+    import json
+
+    events = []
+    for i in range(6):
+        events.append(
+            {
+                "session": HOSTILE_SESSION,
+                "type": "tool_call",
+                "tool": HOSTILE_TOOL,
+                "args": {"q": "a"},
+                "call_id": str(i),
+            }
+        )
+        events.append(
+            {
+                "session": HOSTILE_SESSION,
+                "type": "tool_result",
+                "tool": HOSTILE_TOOL,
+                "call_id": str(i),
+                "output": "0 results",
+            }
+        )
+    log = tmp_path / "hostile.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    page = tmp_path / "report.html"
+    report = analyze([str(log)])
+    assert report.sessions[0].loop is not None  # it is in the timeline and the table, with its tool named
+    html_text = render_html(report)
+    assert "<script>document" not in html_text
+    assert 'http-equiv="Content-Security-Policy"' in html_text
+    page.write_text(html_text, encoding="utf-8")
+    dom, log_text = browse(page, "--dump-dom")
+    assert "data-pwned" not in dom.split("<body", 1)[1].split(">", 1)[0]
+    assert [line for line in log_text.splitlines() if ":CONSOLE" in line] == []
+    assert 'data-rendered="yes"' in dom
+    assert "search&lt;/p&gt;&lt;script&gt;" in dom

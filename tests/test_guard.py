@@ -655,15 +655,15 @@ def test_log_args_keeps_the_verdict() -> None:
     assert loop(guard, "search_docs") == ["allow", "allow", "advise"]
 
 
-def test_raw_arguments_appear_with_log_args(caplog: pytest.LogCaptureFixture) -> None:
+def test_argument_previews_appear_with_log_args_with_secrets_masked(caplog: pytest.LogCaptureFixture) -> None:
     guard = Guard(clock=None, log_args=True)
     with caplog.at_level(logging.INFO, logger="looptrap"):
         loop(guard, "call_api", times=3, result="0 results")
         for _ in range(3):
-            run(guard, "call_api", {"token": SECRET}, "0 results")
-    assert SECRET in _records_text(caplog)
+            run(guard, "call_api", {"token": SECRET, "page": 2}, "0 results")
+    assert SECRET not in _records_text(caplog)  # masked even where arguments are logged (docs/analyze.md#safety)
     advised = [r for r in caplog.records if getattr(r, "args_preview", None)]
-    assert any(SECRET in r.args_preview for r in advised)  # type: ignore[attr-defined]
+    assert any('call_api {"page":2,"token":"[redacted]"}' in r.args_preview for r in advised)  # type: ignore[attr-defined]
     assert all(getattr(r, "message", "") for r in advised)
 
 

@@ -661,7 +661,10 @@ def test_a_persisted_store_keeps_digests_not_arguments(
     store.close()
     opted = make_store(kind, tmp_path, request)
     _leaky_call(Guard(store=opted, session="s2", previews=True))  # asked for: previews and excerpts kept
-    assert TOKEN.encode() in _raw(kind, opted, tmp_path)
+    raw = _raw(kind, opted, tmp_path)
+    assert b"curl -H" in raw  # the preview is there, the token in it masked (docs/analyze.md#safety)
+    assert TOKEN.encode() not in raw
+    assert b"[redacted]" in raw
     opted.close()
 
 
@@ -670,7 +673,8 @@ def test_previews_can_be_asked_of_the_store_and_stay_in_memory_stores(tmp_path: 
     _leaky_call(Guard(store=store, session="s1"))
     snap = store.load("s1")
     assert snap is not None
-    assert any(TOKEN in p for p in snap.state.previews.values())
+    assert any("curl -H 'Authorization: Bearer [redacted]'" in p for p in snap.state.previews.values())
+    assert not any(TOKEN in p for p in snap.state.previews.values())
     memory = MemoryStore()  # nothing leaves the process: previews as without a store
     _leaky_call(Guard(store=memory, session="s1"))
     snap = memory.load("s1")

@@ -18,6 +18,7 @@ import xxhash
 
 from looptrap.core.policy import ToolPolicy
 from looptrap.core.printable import one_line, printable
+from looptrap.core.redact import redact_text
 from looptrap.core.state import PENDING, PREVIEWS, SEEN, TOOLS, Entry, Flag, SessionState, new_entry
 from looptrap.core.types import ALLOW, NOT_RUN, Call, Signal, Verdict
 from looptrap.detectors.base import Detector, TurnEnd
@@ -42,6 +43,7 @@ from looptrap.reading.volatile import text_scrubber
 __all__ = ["Engine", "Usage", "read_usage"]
 
 PREVIEW_CHARS = 120
+_REDACT_WINDOW = 2 * PREVIEW_CHARS  # of a call's canonical arguments, read for secrets before the preview is cut
 TOOL_CHARS = 128  # tool names longer than this are cut (they are stored in the state)
 _LONG = 64
 _JSON_TEXT = 1 << 16  # text results up to this size that start with { or [ are parsed as JSON
@@ -184,10 +186,12 @@ class Engine:
         digest = xxhash.xxh3_64_intdigest(data, p.tool_digest)  # the tool's digest seeds the call's
         preview = ""
         if self.config.previews:
-            text = data[: PREVIEW_CHARS + 1].decode("utf-8", "ignore")
+            # a window wider than the preview: a secret that the cut would split is masked whole
+            text = redact_text(data[:_REDACT_WINDOW].decode("utf-8", "ignore"))
             if not text.isprintable():  # canonical JSON escapes control characters; bidi marks stay
-                text = one_line(text, PREVIEW_CHARS + 1)
-            preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if len(text) > PREVIEW_CHARS else ''}"
+                text = one_line(text, _REDACT_WINDOW)
+            long = len(text) > PREVIEW_CHARS or len(data) > _REDACT_WINDOW
+            preview = f"{tool} {text[:PREVIEW_CHARS]}{'...' if long else ''}"
         effect, family, shell_waits = self._mutation(tool, args, digest, p)
         polls = p.name_polls if p.name_polls is not None else (shell_waits or self._polls_by_args(args))
         edit = None
@@ -577,10 +581,10 @@ class Engine:
     # -- the honest way out -------------------------------------------------------------------------
     def report_blocked(self, state: SessionState, tried: list[str], needed: str) -> Verdict:
         """The model reported that it cannot go on: record it and halt cleanly (reason ``reported_blocked``)."""
-        needed = printable(needed, 500)
+        needed = printable(redact_text(needed[:2000]), 500)
         state.needed.append(needed)
         del state.needed[:-32]
-        summary = "tried: " + ", ".join(one_line(t, 200) for t in tried[:20])
+        summary = "tried: " + ", ".join(one_line(redact_text(t[:_REDACT_WINDOW]), 200) for t in tried[:20])
         message = f"Reported blocked. Needed: {needed}"
         state.halted = {"reason": "reported_blocked", "kind": "report_blocked", "message": message, "summary": summary}
         return Verdict(
@@ -624,7 +628,7 @@ def _excerpt(result: Any) -> str:
             text = reprlib.repr(result)  # bounded however large the value
         except Exception:  # noqa: BLE001 - a broken __repr__ is not our failure
             text = type(result).__name__
-    return one_line(text, PREVIEW_CHARS + 3)
+    return one_line(redact_text(text[:_REDACT_WINDOW]), PREVIEW_CHARS + 3)
 
 
 def _without_echoed_args(text: str, args: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("--csv", args.csv), ("--html", args.html)):
         if path and path != "-":
             try:
-                files[option] = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed below
+                files[option] = _private(path)
             except OSError as exc:
                 say(f"looptrap analyze: {option} {path}: {exc.strerror or exc}")
                 _discard(files)
@@ -125,6 +126,23 @@ def run(args: argparse.Namespace) -> int:
     if code == 2:
         _discard(files)
     return code
+
+
+def _private(path: str) -> IO[str]:
+    """A report file, readable by its owner only (a report quotes calls and results, which may hold data the
+    log's readers alone should see)."""
+    fh = open(path, "w", encoding="utf-8", newline="", opener=_owner_only)  # noqa: SIM115 - the caller closes it
+    try:
+        if os.name == "posix" and stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            os.fchmod(fh.fileno(), 0o600)  # a file that was there keeps its mode otherwise (never a device)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
+def _owner_only(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
 
 
 def _discard(files: dict[str, IO[str]]) -> None:

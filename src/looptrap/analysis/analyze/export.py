@@ -65,7 +65,24 @@ def _row(d: dict[str, Any]) -> list[Any]:
         **{k: loop.get(k, "") for k in ("onset_call", "first_intervention_call", "halted_call")},
         **{k: loop.get(k, "") for k in ("calls_after_onset", "cost_after_onset", "calls_saved", "cost_saved")},
     }
-    return ["" if values.get(c) is None else values.get(c) for c in CSV_COLUMNS]
+    return [_cell(values.get(c)) for c in CSV_COLUMNS]
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet opens as text: no formula (a text starting with ``= + - @``, a tab or a
+    carriage return gets a leading ``'``, as OWASP advises) and no control characters."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as JSON writes them
+    if not isinstance(value, str):
+        return value
+    if not value.isprintable():
+        value = "".join(ch if ch.isprintable() else " " for ch in value)
+    return "'" + value if value.startswith(_FORMULA) else value
 
 
 def write_csv(report: Report, out: IO[str]) -> None:

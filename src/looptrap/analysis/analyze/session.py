@@ -17,6 +17,7 @@ import xxhash
 from looptrap.analysis.replay import Replayer, _Session
 from looptrap.analysis.trace import Event
 from looptrap.core.printable import one_line
+from looptrap.core.redact import redact_text
 from looptrap.core.state import SessionState
 from looptrap.core.types import Call, Verdict
 from looptrap.engine.config import GuardConfig
@@ -78,6 +79,7 @@ def is_empty_result(output: Any) -> bool:
 
 
 def _excerpt(value: Any, limit: int = 160) -> str:
+    """A value as reports quote it: one line, bounded, secrets masked (looptrap.core.redact)."""
     if value is None:
         return "(none)"
     if not isinstance(value, str):
@@ -85,7 +87,7 @@ def _excerpt(value: Any, limit: int = 160) -> str:
             value = orjson.dumps(value, option=_OPT).decode()
         except TypeError:
             value = repr(value)
-    return one_line(value, limit) or '""'
+    return one_line(redact_text(value[: 4 * limit + 256]), limit) or '""'
 
 
 @dataclass(slots=True)
@@ -363,7 +365,7 @@ class SessionAnalyzer(Replayer):
             st.attempts += att
             st.attempt_calls += 1
         if tool == self.report_tool and isinstance(args, dict) and args.get("needed") and len(st.needed) < 32:
-            st.needed.append(one_line(str(args["needed"]), 300))
+            st.needed.append(one_line(redact_text(str(args["needed"])[:2000]), 300))
         known = st.distinct.get(sig)
         if known is None:
             if len(st.distinct) < _DISTINCT_CAP:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from looptrap.analysis.analyze.session import BURST_SECONDS, interval_summary
+from looptrap.core.redact import redact_text
 
 __all__ = ["MEMORY_LIMIT", "Statistics", "connect"]
 
@@ -306,8 +307,8 @@ class Statistics:
         """The most repeated calls of the fleet (the ``sort | uniq -c`` view): tool, arguments as written,
         calls, sessions that made it, and the most made in one session."""
         rows = self.con.execute(_TOP, [limit]).fetchall()
-        return [
-            {"tool": t, "args": a, "calls": int(c), "sessions": int(k), "max_in_session": int(m)}
+        return [  # the arguments as reports show them: secrets masked (looptrap.core.redact)
+            {"tool": t, "args": redact_text(a[:4096]), "calls": int(c), "sessions": int(k), "max_in_session": int(m)}
             for t, a, c, k, m in rows
         ]
 
