@@ -23,6 +23,7 @@ from looptrap.analysis.trace import (
     Event,
     SessionRouter,
     TraceError,
+    lines_of,
     open_trace,
     parse_event,
     read_errors,
@@ -133,7 +134,7 @@ def _deal_one(
     n = 0
     error = None
     with open_trace(path) as (stream, raw):
-        source: Iterable[bytes] = wrap(stream, raw) if wrap is not None else stream
+        source: Iterable[bytes] = wrap(lines_of(stream), raw) if wrap is not None else lines_of(stream)
         try:
             for n, line in enumerate(source, 1):
                 if not line or line.isspace():

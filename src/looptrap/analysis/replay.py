@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
-from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
+from looptrap.analysis.trace import Event, TraceError, iter_events, lines_of, open_trace
 from looptrap.core.state import SessionState
 from looptrap.core.types import ALLOW, OUTCOME_KINDS, Call, Verdict
 from looptrap.engine.config import GuardConfig
@@ -268,7 +268,7 @@ def _replay_one(
     fatal = None
     try:
         with open_trace(path) as (stream, raw):
-            source: Iterable[bytes] = lines(stream, raw) if lines is not None else stream
+            source: Iterable[bytes] = lines(lines_of(stream), raw) if lines is not None else lines_of(stream)
             for ev in iter_events(source, name=name, skip_invalid=skip_invalid, errors=errors):
                 r.feed(ev)
     except TraceError as exc:

@@ -21,12 +21,16 @@ import orjson
 
 __all__ = [
     "EVENT_TYPES",
+    "MAX_RECORD",
     "Event",
     "SessionRouter",
     "TraceError",
     "event_from",
+    "is_oversize",
     "iter_events",
+    "lines_of",
     "open_trace",
+    "oversize_reason",
     "parse_event",
     "read_errors",
     "routed_session",
@@ -34,6 +38,11 @@ __all__ = [
 ]
 
 EVENT_TYPES = frozenset({"tool_call", "tool_result", "turn_end", "text", "user_message"})
+#: The longest record (line) read: a longer one is skipped, as a malformed record, without being held in
+#: memory; a "line" that runs on for many times this without a line end ends the input (not lines at all).
+MAX_RECORD = 64 << 20
+_OVERSIZE = b"\x00looptrap-oversize:"  # stands for a skipped record: never a line of JSON
+_RUN_ON = 4  # records' worth of bytes without a line end that end the input
 
 
 class TraceError(ValueError):
@@ -65,8 +74,47 @@ def parse_event(raw: bytes | str, where: str, line: int) -> Event:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if type(raw) is bytes and raw.startswith(_OVERSIZE):
+            raise TraceError(where, oversize_reason(raw)) from None
         raise TraceError(where, f"not valid JSON ({exc.msg})") from None
     return event_from(obj, where, line)
+
+
+def oversize_reason(marker: bytes) -> str:
+    """Why a record that :func:`lines_of` skipped was skipped."""
+    size = int(marker[len(_OVERSIZE) :] or 0)
+    return f"a record of {size:,} bytes, longer than the {MAX_RECORD / (1 << 20):g} MiB a record may have: skipped"
+
+
+def is_oversize(line: bytes) -> bool:
+    """Whether a line from :func:`lines_of` stands for a skipped record."""
+    return line.startswith(_OVERSIZE)
+
+
+def lines_of(stream: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a stream, each read whole only up to ``limit`` bytes: a longer line is passed over without
+    being held in memory, and stands as a marker line (:func:`is_oversize`; parsing it says why), so line
+    numbers stay right. A line that runs on for ``4 * limit`` bytes without ending ends the input with
+    ``OSError`` (``/dev/zero``, a binary file)."""
+    if limit is None:
+        limit = MAX_RECORD
+    readline = stream.readline
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        size = len(line)
+        while True:  # the rest of the long line, read and dropped a chunk at a time
+            chunk = readline(1 << 20)
+            size += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+            if size > _RUN_ON * limit:
+                raise OSError(f"no line end in {size >> 20:,} MiB: not a log of lines")
+        yield _OVERSIZE + str(size).encode() + b"\n"
 
 
 def session_of(obj: Any) -> str | None:
@@ -264,7 +312,7 @@ def iter_events(
                 errors=errors,
             )
         return
-    lines: Iterable[bytes | str] = source
+    lines: Iterable[bytes | str] = lines_of(cast("IO[bytes]", source)) if isinstance(source, io.IOBase) else source
     name = name or getattr(source, "name", "<trace>")
     n = 0
     try:

@@ -119,13 +119,35 @@ def run(args: argparse.Namespace) -> int:
                 _discard(files)
                 return 2
     try:
-        code = _analyze_and_write(args, opts, files, say)
+        with _terminated_cleanly():
+            code = _analyze_and_write(args, opts, files, say)
     finally:
         for fh in files.values():
             fh.close()
     if code == 2:
         _discard(files)
     return code
+
+
+@contextlib.contextmanager
+def _terminated_cleanly() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled, ``kill``) unwinds like Ctrl-C: the decompressed copies and DuckDB's spill
+    files in the temporary folder are removed on the way out (exit 143)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _private(path: str) -> IO[str]:

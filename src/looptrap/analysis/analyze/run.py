@@ -13,9 +13,9 @@ from typing import IO, Any
 from looptrap.analysis.analyze.fleet import build_fleet
 from looptrap.analysis.analyze.importers import Problems
 from looptrap.analysis.analyze.session import BURST_SECONDS, SessionAnalysis, SessionAnalyzer
-from looptrap.analysis.analyze.sources import Source, drop_copies, expand_inputs, prepare_sources
+from looptrap.analysis.analyze.sources import Source, copy_trace_source, drop_copies, expand_inputs, prepare_sources
 from looptrap.analysis.deal import Batch, deal, dealt_events, shard_of
-from looptrap.analysis.trace import Event, TraceError, iter_events, open_trace
+from looptrap.analysis.trace import Event, TraceError, iter_events, lines_of, open_trace
 from looptrap.engine.config import GuardConfig
 
 __all__ = ["AnalyzeOptions", "Report", "analyze"]
@@ -130,7 +130,8 @@ def _detect_here(sources: list[Source], opts: AnalyzeOptions, counts: dict[str, 
         run.an.source = src.name
         try:
             with open_trace(src.path) as (stream, raw):
-                lines: Iterable[bytes] = opts.progress(stream, raw) if opts.progress is not None else stream
+                bounded = lines_of(stream)
+                lines: Iterable[bytes] = opts.progress(bounded, raw) if opts.progress is not None else bounded
                 for ev in iter_events(lines, name=src.name, skip_invalid=not opts.strict, errors=run.errors):
                     run.feed(ev)
         except TraceError as exc:
@@ -199,7 +200,7 @@ def _analyze_sources(
     workdir: str | None = None,
     warnings: list[str] | None = None,
 ) -> Report:
-    from looptrap.analysis.analyze.sql import Statistics
+    from looptrap.analysis.analyze.sql import Statistics, TooLong
 
     files = [s.path for s in sources]
     inputs = [{"name": s.name, "format": s.fmt} for s in sources]
@@ -218,7 +219,18 @@ def _analyze_sources(
         )
     phase("computing the statistics (DuckDB)")
     imported = [s.path for s in sources if s.copied and s.fmt != "trace"]  # their records carry _n
-    stats = Statistics(files, calls_only=opts.detectors, numbered=imported, temp_dir=workdir)
+    try:
+        stats = Statistics(files, calls_only=opts.detectors, numbered=imported, temp_dir=workdir)
+    except TooLong:
+        if workdir is None or all(s.copied for s in sources):
+            raise
+        # a trace read where it lies holds a record longer than DuckDB reads: copied with such records
+        # skipped (and named), as an imported input is, and read again
+        for i, src in enumerate(sources):
+            if not src.copied:
+                sources[i] = copy_trace_source(src, os.path.join(workdir, f"trace-{i}.jsonl"), problems)
+        files = [s.path for s in sources]
+        stats = Statistics(files, calls_only=opts.detectors, numbered=imported, temp_dir=workdir)
     try:
         top = stats.top_signatures(opts.top)
         if not opts.detectors:

@@ -52,9 +52,46 @@ def signature_text(tool: str, args: Any) -> bytes:
     keys). The detectors use looptrap's own signatures (docs/signatures.md)."""
     try:
         a = orjson.dumps(args, option=_OPT)
-    except TypeError:
-        a = repr(args).encode("utf-8", "surrogatepass")
+    except TypeError:  # not JSON, or nested deeper than orjson goes (255 levels)
+        a = _flat_dump(args)
     return tool.encode("utf-8", "surrogatepass") + b"\x00" + a
+
+
+def _flat_dump(value: Any) -> bytes:
+    """A stable text of any value, without recursion (arguments 1,000 levels deep are data too): JSON-like,
+    keys sorted, anything else by its ``str``."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    close = object()
+    while stack:
+        v = stack.pop()
+        if v is close:
+            out.append(")")
+        elif isinstance(v, dict):
+            out.append("{")
+            stack.append(close)
+            for k in sorted(v, key=str, reverse=True):
+                stack.append(v[k])
+                stack.append(_Key(str(k)))
+        elif isinstance(v, (list, tuple)):
+            out.append("[")
+            stack.append(close)
+            stack.extend(reversed(v))
+        elif isinstance(v, _Key):
+            out.append(f"{v.name!r}:")
+        else:
+            try:
+                out.append(f"{v!r},")
+            except Exception:  # noqa: BLE001 - a broken __repr__: its type stands for it
+                out.append(f"<{type(v).__name__}>,")
+    return "".join(out).encode("utf-8", "surrogatepass")
+
+
+class _Key:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 def _result_digest(output: Any) -> int:
@@ -63,7 +100,7 @@ def _result_digest(output: Any) -> int:
     try:
         return xxhash.xxh3_64_intdigest(orjson.dumps(output, option=_OPT))
     except TypeError:
-        return xxhash.xxh3_64_intdigest(repr(output).encode("utf-8", "surrogatepass"))
+        return xxhash.xxh3_64_intdigest(_flat_dump(output))
 
 
 def is_empty_result(output: Any) -> bool:
@@ -86,7 +123,7 @@ def _excerpt(value: Any, limit: int = 160) -> str:
         try:
             value = orjson.dumps(value, option=_OPT).decode()
         except TypeError:
-            value = repr(value)
+            value = _flat_dump(value).decode("utf-8", "replace")
     return one_line(redact_text(value[: 4 * limit + 256]), limit) or '""'
 
 

@@ -5,13 +5,14 @@ once: the longest copy."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-import shutil
+import re
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -24,9 +25,9 @@ from looptrap.analysis.analyze.importers import (
     detect_format,
     read_records,
 )
-from looptrap.analysis.trace import TraceError, open_trace, read_errors
+from looptrap.analysis.trace import MAX_RECORD, TraceError, lines_of, open_trace, read_errors
 
-__all__ = ["Source", "drop_copies", "expand_inputs", "head", "prepare_sources"]
+__all__ = ["Source", "copy_trace_source", "drop_copies", "expand_inputs", "head", "prepare_sources"]
 
 EXTENSIONS = (".jsonl", ".json", ".ndjson", ".traj", ".csv", ".tsv", ".parquet", ".gz", ".zst", ".zstd", ".log")
 _DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
@@ -62,24 +63,102 @@ def expand_inputs(specs: list[str]) -> list[str]:
         if spec == "-":
             out.append(spec)
         elif os.path.isdir(spec):
-            found = sorted(
-                str(p)
-                for p in Path(spec).rglob("*")
-                if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(EXTENSIONS)
-            )
+            found = sorted(_walk(spec))
             if not found:
                 raise FileNotFoundError(f"{spec}: a directory with no log files in it")
             out += found
         elif os.path.exists(spec):
             out.append(spec)
         elif glob.has_magic(spec):
-            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+            found = sorted(_glob(spec))
             if not found:
                 raise FileNotFoundError(f"{spec}: no file matches")
             out += found
         else:
             raise FileNotFoundError(f"{spec}: no such file or directory")
-    return out
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for path in out:  # one file reached by several names (links, overlapping inputs) is read once
+        key = _identity(path)
+        if key is None or key not in seen:
+            unique.append(path)
+            if key is not None:
+                seen.add(key)
+    return unique
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    if path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _walk(top: str, keep: Callable[[str], bool] | None = None) -> Iterator[str]:
+    """The log files under a folder (or those ``keep`` accepts), following links to folders, each folder
+    entered once: a link loop ends."""
+    visited: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(top, followlinks=True):
+        st = os.stat(root)
+        if (st.st_dev, st.st_ino) in visited:
+            dirs[:] = []
+            continue
+        visited.add((st.st_dev, st.st_ino))
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for f in files:
+            full = os.path.join(root, f)
+            wanted = keep(full) if keep is not None else not f.startswith(".") and f.lower().endswith(EXTENSIONS)
+            if wanted and os.path.isfile(full):
+                yield full
+
+
+def _glob(spec: str) -> Iterator[str]:
+    """A glob's files. ``**`` is walked here, each folder entered once (the standard glob goes round a
+    link loop until names grow too long, and with two loops it does not end)."""
+    if "**" not in spec:
+        yield from (p for p in glob.iglob(spec) if os.path.isfile(p))
+        return
+    parts = spec.split(os.sep)
+    fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    root = os.sep.join(parts[:fixed]) or (os.sep if spec.startswith(os.sep) else os.curdir)
+    pattern = re.compile(_glob_regex(spec))
+    here = os.curdir + os.sep
+    for path in _walk(root, lambda p: pattern.fullmatch(p.removeprefix(here) if not fixed else p) is not None):
+        yield path.removeprefix(here) if not fixed else path
+
+
+def _glob_regex(spec: str) -> str:
+    """A regular expression for a glob pattern: ``**/`` any folders, ``*`` and ``?`` within a name."""
+    out, i = [], 0
+    while i < len(spec):
+        if spec.startswith("**" + os.sep, i):
+            out.append(f"(?:[^{re.escape(os.sep)}]*{re.escape(os.sep)})*")
+            i += 3
+        elif spec.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif spec[i] == "*":
+            out.append(f"[^{re.escape(os.sep)}]*")
+            i += 1
+        elif spec[i] == "?":
+            out.append(f"[^{re.escape(os.sep)}]")
+            i += 1
+        elif spec[i] == "[":
+            end = spec.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                body = spec[i + 1 : end].replace("\\", "\\\\")
+                out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+                i = end + 1
+        else:
+            out.append(re.escape(spec[i]))
+            i += 1
+    return "".join(out)
 
 
 def head(path: str) -> bytes:
@@ -100,6 +179,30 @@ def _plain(path: str) -> bool:
     return magic[:2] != b"\x1f\x8b" and magic != b"\x28\xb5\x2f\xfd" and stat.S_ISREG(os.stat(path).st_mode)
 
 
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # let the read say what is wrong
+
+
+def _copy_stream(path: str, copy: str) -> str:
+    """stdin, a pipe (``<(cat log)``) or a FIFO copied to a file once, as it comes: guessing its format and
+    reading it must not each take from it (the guess would eat the data, and a FIFO opened twice waits)."""
+    if path == "-" and sys.stdin is None:
+        raise OSError(9, "stdin is closed")
+    opened = contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb")  # noqa: SIM115
+    with opened as src, open(copy, "wb") as out:
+        run = 0  # bytes since the last line end: a stream that never ends a line (/dev/zero) is no log
+        while chunk := src.read(1 << 20):
+            out.write(chunk)
+            end = chunk.rfind(b"\n")
+            run = len(chunk) - end - 1 if end >= 0 else run + len(chunk)
+            if run > 4 * MAX_RECORD:
+                raise OSError(f"no line end in {run >> 20:,} MiB: not a log")
+    return copy
+
+
 def _default(v: Any) -> Any:
     return str(v)
 
@@ -114,14 +217,12 @@ def prepare_sources(
     sessions = default_sessions(["<stdin>" if p == "-" else p for p in paths])
     for i, path in enumerate(paths):
         name = "<stdin>" if path == "-" else path
-        if path == "-":
-            if sys.stdin is None:
-                problems.add("<stdin>:1", "stdin is closed")
+        if path == "-" or not _regular(path):  # a pipe is read once: its copy is sniffed and imported
+            try:
+                path = _copy_stream(path, os.path.join(workdir, f"stream-{i}"))
+            except OSError as exc:
+                problems.add(f"{name}:1", f"cannot read: {exc.strerror or exc}")
                 continue
-            copy = os.path.join(workdir, f"stdin-{i}")
-            with open(copy, "wb") as out:
-                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-            path = copy
         try:
             found = fmt if fmt != "auto" else detect_format(name, head(path))
         except TraceError as exc:  # zstd without the zstandard package
@@ -221,12 +322,20 @@ def _names_a_call(path: str) -> bool:
     return False
 
 
+def copy_trace_source(src: Source, copy: str, problems: Problems) -> Source:
+    """A plain trace read where it lies, copied (records longer than a record may be are skipped there)."""
+    with open(copy, "wb", buffering=1 << 20) as out:
+        _copy_trace(src.path, src.name, out, problems)
+    return Source(copy, src.name, src.fmt, copied=True, calls=src.calls)
+
+
 def _copy_trace(path: str, name: str, out: IO[bytes], problems: Problems) -> None:
-    """A compressed trace or stdin, decompressed line for line (line numbers stay the same)."""
+    """A compressed trace or stdin, decompressed line for line (line numbers stay the same; a record longer
+    than a record may be stands as a marker line, named when the copy is read)."""
     n = 0
     try:
         with open_trace(path) as (stream, _):
-            for n, line in enumerate(stream, 1):  # noqa: B007 - n is read after the loop
+            for n, line in enumerate(lines_of(stream), 1):  # noqa: B007 - n is read after the loop
                 out.write(line if line.endswith(b"\n") else line + b"\n")
     except TraceError as exc:
         problems.error(exc)

@@ -199,6 +199,10 @@ FROM gv WHERE ok AND t = 'tool_call' GROUP BY tool, sig ORDER BY calls DESC, too
 """
 
 
+class TooLong(ValueError):
+    """A record longer than DuckDB reads."""
+
+
 def connect(threads: int | None = None, temp_dir: str | None = None) -> Any:
     """A DuckDB connection using ``threads`` (default: every core), spilling to ``temp_dir`` (default:
     DuckDB's, ``.tmp`` in the working directory) past its memory budget."""
@@ -292,7 +296,7 @@ class Statistics:
                 if "maximum_object_size" in str(exc):
                     if size != _OBJECT_SIZES[-1]:
                         continue  # a longer record than the first buffers hold: larger ones
-                    raise ValueError(f"a record longer than {2 * size >> 20} MiB, more than DuckDB reads") from None
+                    raise TooLong(f"a record longer than {2 * size >> 20} MiB, more than DuckDB reads") from None
                 if strict:
                     return False
                 raise

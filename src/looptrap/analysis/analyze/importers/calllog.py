@@ -19,7 +19,7 @@ from looptrap.analysis.analyze.importers.common import (
     maybe_json,
     seconds,
 )
-from looptrap.analysis.trace import read_errors
+from looptrap.analysis.trace import MAX_RECORD, read_errors
 
 __all__ = ["FIELDS", "parse_columns", "read_calllog", "rows_to_events"]
 
@@ -194,9 +194,11 @@ def read_calllog(
         yield from rows_to_events(rows(), names, name, problems, options)
         return
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+    limit = csv.field_size_limit(MAX_RECORD)  # a call's output may be long; a field past a record's bound is not
     try:
         yield from _csv_events(text, name, problems, options, dialect)
     finally:
+        csv.field_size_limit(limit)
         text.detach()  # the stream belongs to the caller, who closes it
 
 
@@ -213,18 +215,27 @@ def _csv_events(text: IO[str], name: str, problems: Problems, options: ImportOpt
 
     def csv_rows() -> Iterator[tuple[int, Mapping[str, Any]]]:
         n = 1
-        try:
-            for row in reader:
+        while True:
+            try:
+                row = next(reader, None)
+            except csv.Error as exc:  # this record: skipped, and the reader goes on from the next line
+                if reader.line_num == n:  # no progress: the rest cannot be read as records
+                    problems.add(f"{name}:{n}", f"not valid {dialect.upper()} ({exc})")
+                    return
                 n = reader.line_num
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if len(row) != len(header):
-                    problems.add(f"{name}:{n}", f"{len(row)} fields where the header has {len(header)}")
-                    continue
-                yield n, dict(zip(header, row, strict=True))
-        except csv.Error as exc:
-            problems.add(f"{name}:{reader.line_num}", f"not valid {dialect.upper()} ({exc})")
-        except read_errors() as exc:
-            problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
+                problems.add(f"{name}:{n}", f"not valid {dialect.upper()} ({exc})")
+                continue
+            except read_errors() as exc:
+                problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
+                return
+            if row is None:
+                return
+            n = reader.line_num
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                problems.add(f"{name}:{n}", f"{len(row)} fields where the header has {len(header)}")
+                continue
+            yield n, dict(zip(header, row, strict=True))
 
     yield from rows_to_events(csv_rows(), header, name, problems, options)

@@ -11,7 +11,7 @@ from typing import IO, Any
 
 import orjson
 
-from looptrap.analysis.trace import TraceError, read_errors
+from looptrap.analysis.trace import TraceError, is_oversize, lines_of, oversize_reason, read_errors
 
 __all__ = [
     "ImportOptions",
@@ -28,6 +28,8 @@ __all__ = [
 
 #: One imported event, in trace format v1 (a JSON object with ``session`` and ``type``).
 Record = dict[str, Any]
+#: The largest JSON document read whole (a trajectory, a conversation): a larger one is skipped.
+MAX_DOCUMENT = 1 << 30
 
 
 class Problems:
@@ -142,13 +144,13 @@ def json_lines(stream: IO[bytes], name: str, problems: Problems) -> Iterator[tup
     cannot be read to its end is noted (``cannot read on from here``) and ends there."""
     n = 0
     try:
-        for n, raw in enumerate(stream, 1):
+        for n, raw in enumerate(lines_of(stream), 1):
             if not raw or raw.isspace():
                 continue
             try:
                 yield n, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                problems.add(f"{name}:{n}", f"not valid JSON ({exc.msg})")
+                problems.add(f"{name}:{n}", oversize_reason(raw) if is_oversize(raw) else f"not valid JSON ({exc.msg})")
     except read_errors() as exc:
         problems.add(f"{name}:{n + 1}", f"cannot read on from here ({str(exc) or type(exc).__name__})")
 
@@ -156,7 +158,10 @@ def json_lines(stream: IO[bytes], name: str, problems: Problems) -> Iterator[tup
 def json_document(stream: IO[bytes], name: str, problems: Problems) -> Any:
     """The whole file as one JSON value, or ``None`` (noted) when it is not one or cannot be read."""
     try:
-        data = stream.read()
+        data = stream.read(MAX_DOCUMENT + 1)
+        if len(data) > MAX_DOCUMENT:
+            problems.add(f"{name}:1", f"a JSON document larger than {MAX_DOCUMENT >> 20:,} MiB: skipped")
+            return None
     except read_errors() as exc:
         problems.add(f"{name}:1", f"cannot read on from here ({str(exc) or type(exc).__name__})")
         return None
@@ -170,16 +175,19 @@ def json_document(stream: IO[bytes], name: str, problems: Problems) -> Any:
 
 def looks_like_lines(head: bytes) -> bool:
     """Whether a file whose first bytes are ``head`` is JSON Lines (one value per line) rather than one JSON
-    document spread over lines (a document on a single line reads as one line)."""
+    document spread over lines (a document on a single line reads as one line). Read from the first few
+    whole lines: most of them are JSON objects (a first line cut short or not UTF-8 is passed over)."""
     text = head.lstrip()
-    if not text.startswith(b"{"):
-        return False
-    first, newline, _ = text.partition(b"\n")
-    first = first.strip()
+    first, newline, rest = text.partition(b"\n")
     if not newline:
-        return True  # one line, or a first line longer than what was looked at
-    try:
-        orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return False
-    return True
+        return text.startswith(b"{")  # one line, or a first line longer than what was looked at
+    lines = [ln for ln in [first, *rest.split(b"\n", 8)[:8]] if ln.strip()]
+    if rest.count(b"\n") < 8 and not head.endswith(b"\n") and len(lines) > 1:
+        lines.pop()  # the last line of the head may be cut
+    objects = 0
+    for ln in lines:
+        try:
+            objects += isinstance(orjson.loads(ln), dict)
+        except orjson.JSONDecodeError:
+            continue
+    return objects > 0 and 2 * objects >= len(lines)
