@@ -27,6 +27,7 @@ from looptrap.analysis.analyze.importers.common import (
     Problems,
     Record,
     content_text,
+    each,
     json_document,
     json_lines,
     looks_like_lines,
@@ -44,17 +45,18 @@ def read_claude_code(stream: IO[bytes], name: str, problems: Problems, options: 
     """Trace events from a Claude Code session transcript."""
     builders: dict[str, Builder] = {}
     counted: set[str] = set()  # message ids whose usage was added
-    for n, rec in json_lines(stream, name, problems):
+
+    def one(n: int, rec: Any) -> list[Record]:
         if not isinstance(rec, dict):
             problems.add(f"{name}:{n}", f"expected a JSON object, got {type(rec).__name__}")
-            continue
+            return []
         kind = rec.get("type")
-        if kind not in ("user", "assistant"):
-            continue  # summary, system, file-history-snapshot, attachment...: bookkeeping
+        if kind != "user" and kind != "assistant":
+            return []  # summary, system, file-history-snapshot, attachment...: bookkeeping
         msg = rec.get("message")
         if not isinstance(msg, dict):
             problems.add(f"{name}:{n}", f"a {kind} line without a 'message' object")
-            continue
+            return []
         session = str(rec.get("sessionId") or options.session or name)
         if rec.get("isSidechain"):
             session += "~sidechain" + (f"-{rec['agentId']}" if isinstance(rec.get("agentId"), str) else "")
@@ -63,17 +65,20 @@ def read_claude_code(stream: IO[bytes], name: str, problems: Problems, options: 
         if kind == "user" and rec.get("isMeta"):
             content = msg.get("content")
             if not isinstance(content, list):
-                continue
+                return []
             msg = {**msg, "content": [c for c in content if isinstance(c, dict) and c.get("type") == "tool_result"]}
         mid = msg.get("id")
         usage = msg.pop("usage", None) if kind == "assistant" else None
-        yield from _feed(b, {**msg, "role": "assistant" if kind == "assistant" else "user"}, n, ts)
+        out = _feed(b, {**msg, "role": "assistant" if kind == "assistant" else "user"}, n, ts)
         if kind == "assistant" and (not isinstance(mid, str) or mid not in counted):
             if isinstance(mid, str):
                 counted.add(mid)
             b.add_usage(usage, msg.get("model"))
             if isinstance(rec.get("costUSD"), (int, float)):
                 b.add_usage({"cost_usd": rec["costUSD"]})
+        return out
+
+    yield from each(json_lines(stream, name, problems), name, problems, one)
     for b in builders.values():
         yield from b.close()
 
@@ -91,7 +96,6 @@ _CODEX_RESULTS = {"function_call_output", "custom_tool_call_output", "local_shel
 def read_codex(stream: IO[bytes], name: str, problems: Problems, options: ImportOptions) -> Iterator[Record]:
     """Trace events from a Codex CLI rollout."""
     b: Builder | None = None
-    pending: list[tuple[int, Any, float | None]] = []  # lines before the session id is known
     session = options.session or name
 
     def builder() -> Builder:
@@ -100,37 +104,39 @@ def read_codex(stream: IO[bytes], name: str, problems: Problems, options: Import
             b = Builder(session)
         return b
 
-    for n, rec in json_lines(stream, name, problems):
+    def one(n: int, rec: Any) -> list[Record]:
+        nonlocal session
         if not isinstance(rec, dict):
             problems.add(f"{name}:{n}", f"expected a JSON object, got {type(rec).__name__}")
-            continue
+            return []
         ts = seconds(rec.get("timestamp"))
         kind = rec.get("type")
         payload = rec.get("payload")
         if kind == "session_meta" and isinstance(payload, dict):
             if isinstance(payload.get("id"), str) and b is None:
                 session = payload["id"]
-            continue
+            return []
         if n == 1 and "instructions" in rec and isinstance(rec.get("id"), str):
             session = rec["id"]  # the older format's first line
-            continue
+            return []
         if kind == "turn_context" and isinstance(payload, dict):
             builder().add_usage(None, payload.get("model"))  # the model of the turns that follow
-            continue
+            return []
         if kind == "event_msg" and isinstance(payload, dict):
             if payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
                 builder().add_usage(payload["info"].get("last_token_usage"))
-            continue
+            return []
         if kind == "response_item" and isinstance(payload, dict):
             item = payload
-        elif kind in _CODEX_CALLS | _CODEX_RESULTS or kind == "message":
+        elif isinstance(kind, str) and (kind in _CODEX_CALLS or kind in _CODEX_RESULTS or kind == "message"):
             item = rec  # the older format: the item itself
         else:
-            continue
-        yield from _codex_item(builder(), item, n, ts)
+            return []
+        return _codex_item(builder(), item, n, ts)
+
+    yield from each(json_lines(stream, name, problems), name, problems, one)
     if b is not None:
         yield from b.close()
-    del pending
 
 
 def _codex_item(b: Builder, item: dict[str, Any], n: int, ts: float | None) -> list[Record]:
@@ -179,31 +185,35 @@ def read_gemini(stream: IO[bytes], name: str, problems: Problems, options: Impor
         return
     messages: dict[str, tuple[int, dict[str, Any]]] = {}
     stream_b: Builder | None = None
-    for n, rec in json_lines(stream, name, problems):
+
+    def one(n: int, rec: Any) -> list[Record]:
+        nonlocal session, stream_b
         if not isinstance(rec, dict):
             problems.add(f"{name}:{n}", f"expected a JSON object, got {type(rec).__name__}")
-            continue
+            return []
         if "messages" in rec and isinstance(rec["messages"], list):  # a whole session on one line
             session = str(rec.get("sessionId") or session)
             for i, m in enumerate(rec["messages"]):
                 if isinstance(m, dict):
                     messages[str(m.get("id") or f"{n}.{i}")] = (n, m)
-            continue
+            return []
         if "sessionId" in rec and "type" not in rec:
             session = str(rec["sessionId"])  # the header line
-            continue
+            return []
         if "$set" in rec:
-            continue
+            return []
         etype = rec.get("type")
-        if etype in ("init", "tool_use", "tool_result", "message", "result", "error") and "id" not in rec:
+        if etype in _GEMINI_STREAM and "id" not in rec:
             if stream_b is None:
                 stream_b = Builder(str(rec.get("session_id") or session))
-            yield from _gemini_stream(stream_b, rec, n)
-            continue
-        if etype in ("user", "gemini", "info", "error", "warning"):
+            return _gemini_stream(stream_b, rec, n)
+        if etype in _GEMINI_MESSAGES:
             messages[str(rec.get("id") or n)] = (n, rec)  # the last copy of a message counts
-            continue
+            return []
         problems.add(f"{name}:{n}", "not a Gemini CLI session record")
+        return []
+
+    yield from each(json_lines(stream, name, problems), name, problems, one)
     if messages:
         ordered = sorted(messages.values(), key=lambda t: t[0])
         yield from _gemini_messages(session, [m for _, m in ordered], name, problems, [n for n, _ in ordered])
@@ -211,24 +221,29 @@ def read_gemini(stream: IO[bytes], name: str, problems: Problems, options: Impor
         yield from stream_b.close()
 
 
+_GEMINI_STREAM = ("init", "tool_use", "tool_result", "message", "result", "error")
+_GEMINI_MESSAGES = ("user", "gemini", "info", "error", "warning")
+
+
 def _gemini_messages(
     session: str, messages: list[Any], name: str, problems: Problems, lines: list[int] | None = None
 ) -> Iterator[Record]:
     b = Builder(session)
-    for i, m in enumerate(messages):
-        seq = lines[i] if lines else i + 1
+
+    def one(seq: int, m: Any) -> list[Record]:
         if not isinstance(m, dict):
             problems.add(f"{name}:{seq}", "a message must be a JSON object")
-            continue
+            return []
         ts = seconds(m.get("timestamp"))
         mtype = m.get("type")
+        out: list[Record] = []
         if mtype == "user":
             text = content_text(m.get("content"))
             if text.strip():
-                yield from b.user(seq, ts, text)
+                out += b.user(seq, ts, text)
         elif mtype == "gemini":
             calls = [tc for tc in m.get("toolCalls") or [] if isinstance(tc, dict)]
-            yield from b.model(
+            out += b.model(
                 seq,
                 ts,
                 content_text(m.get("content")),
@@ -237,14 +252,14 @@ def _gemini_messages(
             )
             tokens = m.get("tokens")
             if isinstance(tokens, dict):
-                out = sum(v for k in ("output", "thoughts") if isinstance(v := tokens.get(k), int))
+                spent = sum(v for k in ("output", "thoughts") if isinstance(v := tokens.get(k), int))
                 b.add_usage(
-                    {"input": tokens.get("input"), "output": out, "cached": tokens.get("cached")}, m.get("model")
+                    {"input": tokens.get("input"), "output": spent, "cached": tokens.get("cached")}, m.get("model")
                 )
             for tc in calls:
                 status = str(tc.get("status") or "success")
                 output = _gemini_output(tc)
-                yield from b.result(
+                out += b.result(
                     seq,
                     seconds(tc.get("timestamp")) or ts,
                     str(tc.get("id") or ""),
@@ -252,6 +267,10 @@ def _gemini_messages(
                     status != "success",
                     outcome=gemini_kind(status, output),
                 )
+        return out
+
+    numbered = ((lines[i] if lines else i + 1, m) for i, m in enumerate(messages))
+    yield from each(numbered, name, problems, one)
     yield from b.close()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
@@ -12,12 +12,15 @@ from typing import IO, Any
 import orjson
 
 from looptrap.analysis.trace import TraceError, is_oversize, lines_of, oversize_reason, read_errors
+from looptrap.core.printable import one_line
 
 __all__ = [
+    "SHAPE_ERRORS",
     "ImportOptions",
     "Problems",
     "Record",
     "content_text",
+    "each",
     "json_document",
     "json_lines",
     "looks_like_lines",
@@ -71,6 +74,29 @@ class ImportOptions:
 
     columns: dict[str, str] = field(default_factory=dict)
     session: str | None = None
+
+
+#: What a record of an unexpected shape makes an importer raise (a number where a list was, a dict as a
+#: type...): that record is skipped and noted, and the rest of the input is read.
+SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError)
+
+
+def each(
+    records: Iterable[tuple[int, Any]],
+    name: str,
+    problems: Problems,
+    handle: Callable[[int, Any], list[Record]],
+) -> Iterator[Record]:
+    """The events of each record, ``handle(line, record)``; a record ``handle`` cannot read (it raises one
+    of :data:`SHAPE_ERRORS`) is skipped with ``file:line: reason``, never the whole input."""
+    for n, rec in records:
+        try:
+            got = handle(n, rec)
+        except SHAPE_ERRORS as exc:
+            why = one_line(f"{type(exc).__name__}: {exc}", 160)
+            problems.add(f"{name}:{n}", f"a record of an unexpected shape: skipped ({why})")
+            continue
+        yield from got
 
 
 def obj(value: Any) -> dict[str, Any]:

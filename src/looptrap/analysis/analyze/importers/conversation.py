@@ -15,10 +15,12 @@ import orjson
 import xxhash
 
 from looptrap.analysis.analyze.importers.common import (
+    SHAPE_ERRORS,
     ImportOptions,
     Problems,
     Record,
     content_text,
+    each,
     json_document,
     json_lines,
     looks_like_lines,
@@ -27,10 +29,13 @@ from looptrap.analysis.analyze.importers.common import (
     seconds,
 )
 from looptrap.analysis.analyze.prices import estimate_cost
+from looptrap.core.printable import one_line
 from looptrap.core.types import OutcomeKind
 
 __all__ = ["Builder", "KindOf", "read_conversation", "session_of"]
 
+#: Told of a message that cannot be read (where, why): it is skipped.
+Skip = Callable[[str, BaseException], None]
 #: Reads a failed result's text for the agent program's own message (``None``: the tool's own result).
 KindOf = Callable[[str], "OutcomeKind | None"]
 
@@ -349,7 +354,9 @@ def _outputs(obj: dict[str, Any]) -> list[Any]:
     return []
 
 
-def _feed_snapshot(b: Builder, obj: Any, seq: int | None, ts: float | None) -> list[Record]:
+def _feed_snapshot(b: Builder, obj: Any, seq: int | None, ts: float | None, skip: Skip | None = None) -> list[Record]:
+    """A request, response or document: the messages not read yet, and the outputs. ``skip(where, error)``
+    is told of a message it cannot read (skipped; without ``skip``, the error is raised)."""
     out: list[Record] = []
     msgs = _messages(obj)
     if msgs is not None:
@@ -362,7 +369,12 @@ def _feed_snapshot(b: Builder, obj: Any, seq: int | None, ts: float | None) -> l
         for i, m in enumerate(msgs):
             if i < start and (not b.dedup or not _has_id(m)):
                 continue
-            out += feed_message(b, m, seq, ts)
+            try:
+                out += feed_message(b, m, seq, ts)
+            except SHAPE_ERRORS as exc:
+                if skip is None:
+                    raise
+                skip(f"message {i + 1}", exc)
         b.done = len(msgs)
         b.last = _digest(msgs[-1]) if msgs else 0
     if isinstance(obj, dict):
@@ -435,10 +447,15 @@ def read_conversation(stream: IO[bytes], name: str, problems: Problems, options:
         if doc is None:
             return
         runs = _runs(doc)
+
+        def skip(where: str, exc: BaseException) -> None:
+            why = one_line(f"{type(exc).__name__}: {exc}", 160)
+            problems.add(f"{name}:{where}", f"a record of an unexpected shape: skipped ({why})")
+
         if runs is not None:  # a benchmark's results: one conversation per run (tau-bench)
             for i, run in enumerate(runs):
                 b = Builder(f"{default}/{_run_name(run, i)}")
-                yield from _feed_snapshot(b, run.get("traj", run.get("messages")), None, None)
+                yield from _feed_snapshot(b, run.get("traj", run.get("messages")), None, None, skip)
                 yield from b.close()
             return
         session = (session_of(doc) if isinstance(doc, dict) else None) or default
@@ -446,13 +463,14 @@ def read_conversation(stream: IO[bytes], name: str, problems: Problems, options:
         if _messages(doc) is None and not (isinstance(doc, dict) and _outputs(doc)):
             problems.add(f"{name}:1", "no messages, input items or response output in this JSON document")
             return
-        yield from _feed_snapshot(b, doc, None, None)
+        yield from _feed_snapshot(b, doc, None, None, skip)
         yield from b.close()
         return
-    for n, line in json_lines(stream, name, problems):
+
+    def one(n: int, line: Any) -> list[Record]:
         if not isinstance(line, (dict, list)):
             problems.add(f"{name}:{n}", f"expected a JSON object, got {type(line).__name__}")
-            continue
+            return []
         where = line.get("request") if isinstance(line, dict) and isinstance(line.get("request"), dict) else line
         session = (
             (session_of(line) if isinstance(line, dict) else None)
@@ -475,6 +493,8 @@ def read_conversation(stream: IO[bytes], name: str, problems: Problems, options:
             and not (isinstance(where, dict) and (_outputs(where) or "role" in where))
         ):
             problems.add(f"{name}:{n}", "not a conversation record (no messages, input, output or role)")
-        yield from got
+        return got
+
+    yield from each(json_lines(stream, name, problems), name, problems, one)
     for b in builders.values():
         yield from b.close()

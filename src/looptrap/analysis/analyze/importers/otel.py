@@ -18,6 +18,7 @@ from looptrap.analysis.analyze.importers.common import (
     ImportOptions,
     Problems,
     Record,
+    each,
     json_document,
     json_lines,
     looks_like_lines,
@@ -78,16 +79,17 @@ def read_otlp(stream: IO[bytes], name: str, problems: Problems, options: ImportO
         doc = json_document(stream, name, problems)
         docs = [] if doc is None else [(1, doc)]
     spans: list[tuple[str, int, int, int, dict[str, Any], dict[str, Any]]] = []
-    for n, doc in docs:
+
+    def collect(n: int, doc: Any) -> list[Record]:
         if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
             problems.add(f"{name}:{n}", "not an OTLP JSON export (no 'resourceSpans' list)")
-            continue
+            return []
         for rs in doc["resourceSpans"]:
             if not isinstance(rs, dict):
                 continue
-            resource = attributes((rs.get("resource") or {}).get("attributes"))
+            resource = attributes(obj(rs.get("resource")).get("attributes"))
             for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
-                for span in (ss or {}).get("spans") or []:
+                for span in obj(ss).get("spans") or []:
                     if not isinstance(span, dict):
                         problems.add(f"{name}:{n}", "a span must be a JSON object")
                         continue
@@ -100,12 +102,19 @@ def read_otlp(stream: IO[bytes], name: str, problems: Problems, options: ImportO
                     session = session or resource.get("session.id") or span.get("traceId") or options.session or name
                     end = _nanos(span.get("endTimeUnixNano")) or start
                     spans.append((str(session), start, end, n, span, attrs))
+        return []
+
+    for _ in each(docs, name, problems, collect):
+        pass
     spans.sort(key=lambda t: (t[0], t[1], t[2]))
     builders: dict[str, Builder] = {}
-    for session, start, end, n, span, attrs in spans:
+
+    def one(n: int, item: tuple[str, int, int, int, dict[str, Any], dict[str, Any]]) -> list[Record]:
+        session, start, end, _, span, attrs = item
         b = builders.get(session) or builders.setdefault(session, Builder(session))
         op = attrs.get("gen_ai.operation.name")
         sname = str(span.get("name") or "")
+        out: list[Record] = []
         if op == "execute_tool" or (op is None and sname.startswith("execute_tool")):
             tool = attrs.get("gen_ai.tool.name") or sname.removeprefix("execute_tool").strip() or "(unnamed)"
             call_id = attrs.get("gen_ai.tool.call.id") or span.get("spanId")
@@ -116,10 +125,10 @@ def read_otlp(stream: IO[bytes], name: str, problems: Problems, options: ImportO
             result = maybe_json(attrs.get("gen_ai.tool.call.result"))
             if result is None and failed:
                 result = status.get("message") or attrs.get("error.type")
-            yield from b.model(n, start / 1e9, "", [(str(call_id), str(tool), args)])
-            yield from b.result(n, end / 1e9, str(call_id), result, failed)
+            out += b.model(n, start / 1e9, "", [(str(call_id), str(tool), args)])
+            out += b.result(n, end / 1e9, str(call_id), result, failed)
         elif op in _MODEL_OPS:
-            yield from b.model(n, start / 1e9, "", [])
+            out += b.model(n, start / 1e9, "", [])
             b.add_usage(
                 {
                     "input_tokens": attrs.get("gen_ai.usage.input_tokens"),
@@ -127,5 +136,8 @@ def read_otlp(stream: IO[bytes], name: str, problems: Problems, options: ImportO
                 }
             )
             b.fed = True  # the model call's answer leads to what follows: the next model call is a new turn
+        return out
+
+    yield from each(((item[3], item) for item in spans), name, problems, one)
     for b in builders.values():
         yield from b.close()

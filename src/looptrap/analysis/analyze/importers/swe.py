@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from looptrap.analysis.analyze.importers.common import (
     ImportOptions,
     Problems,
     Record,
     content_text,
+    each,
     json_document,
     obj,
     seconds,
@@ -52,10 +53,10 @@ def read_swe_agent(stream: IO[bytes], name: str, problems: Problems, options: Im
     share = max(len(steps), 1)
     cost = stats.get("instance_cost")
     usage: dict[str, float] = {
-        "input_tokens": int(stats.get("tokens_sent") or 0) // share,
-        "output_tokens": int(stats.get("tokens_received") or 0) // share,
+        "input_tokens": _number(stats.get("tokens_sent")) // share,
+        "output_tokens": _number(stats.get("tokens_received")) // share,
     }
-    if isinstance(cost, (int, float)):
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         usage["cost_usd"] = cost / share
     for i, step in enumerate(steps, 1):
         if not isinstance(step, dict):
@@ -74,6 +75,14 @@ def read_swe_agent(stream: IO[bytes], name: str, problems: Problems, options: Im
         obs = step.get("observation")
         yield {**base, "type": "tool_result", "tool": "bash", "call_id": cid, "output": obs if obs is not None else ""}
         yield {**base, "type": "turn_end", "usage": usage}
+
+
+def _number(v: Any) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 1e18 else 0
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
 
 
 def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, options: ImportOptions) -> Iterator[Record]:
@@ -98,48 +107,51 @@ def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, option
         per_message = total / spoken
     open_call: str | None = None
     calls = 0
-    for i, m in enumerate(messages, 1):
+
+    def one(i: int, m: Any) -> list[Record]:
+        nonlocal open_call, calls
         if not isinstance(m, dict):
             problems.add(f"{name}:message {i}", "a message must be a JSON object")
-            continue
+            return []
         extra = obj(m.get("extra"))
         ts = seconds(extra.get("timestamp"))
         role = m.get("role")
         if m.get("tool_calls") or role == "tool":
-            yield from feed_message(b, m, i, ts)
-            continue
+            return feed_message(b, m, i, ts)
         text = content_text(m.get("content"))
+        out: list[Record] = []
         if role == "assistant":
-            actions = [a.get("command") for a in extra.get("actions") or [] if isinstance(a, dict)]
+            actions = [a.get("command") for a in _list(extra.get("actions")) if isinstance(a, dict)]
             if not actions:
                 actions = _FENCE.findall(text)
             commands = [a for a in actions if isinstance(a, str) and a.strip()]
             if len(commands) != 1 and "actions" not in extra:
                 commands = []  # format 1 runs exactly one block; anything else is a format error
-            out = b.model(i, ts, text, [])
+            out += b.model(i, ts, text, [])
             if isinstance(extra.get("cost"), (int, float)):
                 b.add_usage({"cost_usd": extra["cost"]})
             elif per_message is not None:
                 b.add_usage({"cost_usd": per_message})
-            yield from out
             if not commands:
                 b.fed = True
-                yield {"session": session, "type": "turn_end", "seq": i, "error": "no valid tool call"}
+                out.append({"session": session, "type": "turn_end", "seq": i, "error": "no valid tool call"})
                 b.turn_open = False
-                continue
+                return out
             for cmd in commands:
                 calls += 1
                 open_call = f"call-{calls}"
-                yield {
-                    "session": session,
-                    "type": "tool_call",
-                    "seq": i,
-                    "tool": "bash",
-                    "args": {"command": cmd.strip()},
-                    "call_id": open_call,
-                    "message_id": f"message-{i}",  # the assistant message that ran it
-                    **({"ts": ts} if ts is not None else {}),
-                }
+                out.append(
+                    {
+                        "session": session,
+                        "type": "tool_call",
+                        "seq": i,
+                        "tool": "bash",
+                        "args": {"command": cmd.strip()},
+                        "call_id": open_call,
+                        "message_id": f"message-{i}",  # the assistant message that ran it
+                        **({"ts": ts} if ts is not None else {}),
+                    }
+                )
         elif role == "user" and open_call is not None:
             code = extra.get("returncode")
             if code is None:
@@ -159,5 +171,8 @@ def read_mini_swe_agent(stream: IO[bytes], name: str, problems: Problems, option
                 rec["ts"] = ts
             open_call = None
             b.fed = True
-            yield rec
+            out.append(rec)
+        return out
+
+    yield from each(enumerate(messages, 1), f"{name}:message", problems, one)
     yield from b.close()
