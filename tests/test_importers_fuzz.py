@@ -79,7 +79,11 @@ def _write(kind: str, records: list[Any], path: Path) -> None:
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
-@settings(max_examples=int(os.environ.get("LOOPTRAP_FUZZ_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("LOOPTRAP_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_no_importer_raises_on_mutated_records(sample: Path, tmp_path: Path, data: st.DataObject) -> None:
     fmt = detect_format(str(sample), head(str(sample)))
