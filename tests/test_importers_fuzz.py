@@ -87,7 +87,8 @@ def _write(kind: str, records: list[Any], path: Path) -> None:
 @given(data=st.data())
 def test_no_importer_raises_on_mutated_records(sample: Path, tmp_path: Path, data: st.DataObject) -> None:
     fmt = detect_format(str(sample), head(str(sample)))
-    assert fmt is not None and fmt in FORMATS
+    assert fmt is not None
+    assert fmt in FORMATS
     kind, records = _records(sample)
     for _ in range(data.draw(st.integers(1, 6))):
         if not records:
