@@ -4,6 +4,7 @@ group a model message's calls into one step (docs/trace-format.md)."""
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 from pathlib import Path
@@ -291,3 +292,35 @@ def test_strands_cancellations(text: str, kind: str | None) -> None:
     from looptrap.reading.outcome_kinds import strands_kind
 
     assert strands_kind(text) == kind
+
+
+REAL = sorted((Path(__file__).resolve().parent / "data" / "claude-code-real").glob("*.jsonl.gz"))
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name.split("_")[0])
+def test_real_claude_code_transcripts_are_read_right_and_left_alone(path: Path) -> None:
+    """Three real transcripts (tests/data/claude-code-real/README.md): found as Claude Code though they open
+    with a snapshot record; sibling cancellations read as calls that did not run; each message's calls one
+    step; and no intervention at all (an earlier release halted two of them)."""
+    from looptrap.analysis.analyze import AnalyzeOptions, analyze, detect_format
+    from looptrap.analysis.analyze.sources import head
+
+    assert detect_format(str(path), head(str(path))) == "claude-code"
+    evs = records(path, "claude-code")
+    calls = [e for e in evs if e["type"] == "tool_call"]
+    cancelled = [e for e in evs if e["type"] == "tool_result" and e.get("outcome") == "cancelled"]
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        raw = f.read()
+    siblings = raw.count("Sibling tool call errored")
+    uses = 0
+    for line in raw.splitlines():
+        rec = json.loads(line)
+        content = (rec.get("message") or {}).get("content") if rec.get("type") == "assistant" else None
+        uses += sum(1 for b in content or () if isinstance(b, dict) and b.get("type") == "tool_use")
+    assert len(calls) == uses  # every tool_use block of the conversation, once
+    assert all(c["message_id"].startswith("msg_") for c in calls)
+    assert len(cancelled) * 2 == siblings  # each appears twice in a record: the result and toolUseResult
+    (a,) = analyze([str(path)], AnalyzeOptions()).sessions
+    assert a.tool_calls == len(calls)
+    assert a.replay["signals"] == []
+    assert a.loop is None
