@@ -109,6 +109,35 @@ def test_a_loop_without_pauses_is_halted_within_a_few_calls(store: str) -> None:
     assert actions == ["allow", "allow", "advise", "block", "halt", "halt"]
 
 
+def test_parallel_calls_of_one_turn_share_a_step_through_the_hook(store: str) -> None:
+    """Claude Code runs a turn's read-only calls together: their PreToolUse events come back to back, with no
+    result in between. Two calls that each failed three times, asked for together: both advised (one step),
+    not advised then blocked."""
+    hook = Hook("claude-code", store)
+    commands = ["make test-a", "make test-b"]
+    for attempt in ("timed out", "connection reset", "503"):
+        for cmd in commands:
+            tool_input = {"command": cmd, "description": "run"}
+            assert hook("pre_bash_error", tool_input=tool_input) == (0, None)
+            assert hook("post_bash_error", tool_input=tool_input, error=f"Exit code 1\n{attempt} #{cmd[-1]}") == (
+                0,
+                None,
+            )
+
+    def reasons() -> list[str]:
+        out = []
+        for cmd in commands:  # the two PreToolUse events of one turn, back to back
+            _, answer = hook("pre_bash_error", tool_input={"command": cmd, "description": "run"})
+            assert answer is not None
+            out.append(answer["hookSpecificOutput"]["permissionDecisionReason"])
+        return out
+
+    first = reasons()
+    assert not any(r.startswith("Blocked") for r in first)  # advice, twice
+    think()
+    assert all(r.startswith("Blocked") for r in reasons())  # the next turn: blocked
+
+
 @pytest.mark.parametrize(
     ("cli", "pre", "post", "changes"),
     [
