@@ -24,6 +24,14 @@ def _no_resident_hook_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOPTRAP_HOOK_SERVER", "0")
 
 
+@pytest.fixture(autouse=True)
+def _no_user_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The configuration of whoever runs the tests stays out of them: the user's own file is looked for in
+    an empty folder, and no file is named by the environment."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    monkeypatch.delenv("LOOPTRAP_CONFIG", raising=False)
+
+
 # Extras kept out of `all` because their pins conflict with it (pyproject.toml), by the package they install:
 # CI tests them in an environment of their own, made for the extras that LOOPTRAP_EXTRAS lists (.ci/run).
 SEPARATE_EXTRAS = {"crewai": "crewai", "strands": "strands"}

@@ -83,21 +83,29 @@ def test_the_store_comes_from_the_environment(tmp_path: Path) -> None:
 
 
 def test_the_store_comes_from_the_configuration_file(tmp_path: Path) -> None:
-    """The hooks' order: --store, then $LOOPTRAP_STORE, then the configuration file's store."""
+    """The hooks' order: --store, then $LOOPTRAP_STORE, then the configuration's store (the user's own file,
+    or a named one: a project's file cannot redirect the sessions)."""
     url = f"sqlite:///{tmp_path}/configured.db"
     loop_in(url, "from-config")
     (tmp_path / "looptrap.toml").write_text(f'store = "{url}"\n')
     env = {"PATH": "", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    found = subprocess.run(
-        [sys.executable, "-m", "looptrap.cli.main", "sessions", "list"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert found.returncode == 0, found.stderr
-    assert "from-config" in found.stdout
+
+    def listed() -> str:
+        found = subprocess.run(
+            [sys.executable, "-m", "looptrap.cli.main", "sessions", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert found.returncode == 0, found.stderr
+        return found.stdout
+
+    assert "from-config" not in listed()  # the project's store is not applied
+    (tmp_path / ".config" / "looptrap").mkdir(parents=True)
+    (tmp_path / ".config" / "looptrap" / "looptrap.toml").write_text(f'store = "{url}"\n')
+    assert "from-config" in listed()  # the user's own file, in ~/.config
     named = looptrap("sessions", "show", "from-config", "--config", str(tmp_path / "looptrap.toml"), env=env)
     assert named.returncode == 0, named.stderr
     other = f"sqlite:///{tmp_path}/other.db"
@@ -110,7 +118,7 @@ def test_the_store_comes_from_the_configuration_file(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert "bad.toml:1" in bad.stderr
     assert "Traceback" not in bad.stderr
-    assert not (tmp_path / "cache").exists()
+    assert not (tmp_path / "cache").exists()  # listing the default store does not create it
 
 
 def test_bad_store_urls_and_dead_stores_are_clear_errors(tmp_path: Path) -> None:

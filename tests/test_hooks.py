@@ -388,9 +388,15 @@ def loop(hook: Hook, times: int = 5) -> list[dict[str, Any] | None]:
 def test_the_configuration_file_in_the_project_sets_the_hooks_guard(store: str, tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "src").mkdir(parents=True)
-    (project / "looptrap.toml").write_text("[tools.Grep]\nexempt = true\n")
+    (project / "looptrap.toml").write_text("[tools.Grep]\nexempt = true\n\n[detectors.repeat]\nthreshold = 2\n")
     answers = loop(Hook("claude-code", store, cwd=project / "src"))  # found from the working directory upward
-    assert answers == [None] * 5
+    assert answers[0] is None
+    assert answers[1] is not None  # the project tightens (the 2nd identical call); it cannot exempt the tool
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "looptrap" / "looptrap.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[tools.Grep]\nexempt = true\n")  # the user's own file may
+    mine = loop(Hook("claude-code", store, "--session", "mine", cwd=project / "src"))
+    assert mine == [None] * 5
     other = tmp_path / "other.toml"
     other.write_text("[detectors.repeat]\nthreshold = 4\n")
     named = loop(Hook("claude-code", store, "--session", "named", cwd=tmp_path, env={"LOOPTRAP_CONFIG": str(other)}))

@@ -1,11 +1,20 @@
-"""One configuration file for the hooks, the MCP proxy and the CLI: ``looptrap.toml``, or ``[tool.looptrap]`` in
+"""One configuration for the hooks, the MCP proxy and the CLI: ``looptrap.toml``, or ``[tool.looptrap]`` in
 ``pyproject.toml``.
 
-Found from the working directory upward (the first folder with a ``looptrap.toml``, or a ``pyproject.toml``
-with a ``[tool.looptrap]`` table), or named by ``--config`` / ``$LOOPTRAP_CONFIG``. It sets the store, the
-guard's options, the escalation ladder, the budgets, the detectors (which ones, their thresholds and
-settings, warn-only) and the tool policies. Unknown keys and bad values are :class:`ConfigError`\\ s that
-name the file and the line. See docs/configuration.md for every key.
+Where it comes from, and how far each source is trusted (docs/configuration.md#who-may-set-what):
+
+* a file named by ``--config`` or ``$LOOPTRAP_CONFIG``: the whole configuration, as written;
+* otherwise the user's own file (``$XDG_CONFIG_HOME/looptrap/looptrap.toml``, by default
+  ``~/.config/looptrap/looptrap.toml``), then the project's, found from the working directory upward (the
+  first folder with a ``looptrap.toml``, or a ``pyproject.toml`` with a ``[tool.looptrap]`` table). The
+  project is often the repository an agent works in: its file may only *tighten* guarding (lower
+  thresholds, add budgets, a stricter ladder...). What would loosen or redirect guarding there (turning it
+  off, removing detectors, raising thresholds, exempting tools, another store, keeping previews, logging
+  arguments) is ignored, and named in :attr:`ConfigFile.ignored`.
+
+It sets the store, the guard's options, the escalation ladder, the budgets, the detectors (which ones, their
+thresholds and settings, warn-only) and the tool policies. Unknown keys and bad values are
+:class:`ConfigError`\\ s that name the file and the line. See docs/configuration.md for every key.
 """
 
 from __future__ import annotations
@@ -26,9 +35,10 @@ from looptrap.engine.config import GuardConfig
 from looptrap.policies.budgets import Budgets
 from looptrap.policies.escalation import Escalation
 
-__all__ = ["ConfigError", "ConfigFile", "dump", "find", "load", "resolve"]
+__all__ = ["ConfigError", "ConfigFile", "dump", "find", "load", "protection_warnings", "resolve", "user_config"]
 
 ENV = "LOOPTRAP_CONFIG"
+_MAX_DEPTH = 12  # nested tables deeper than this are no configuration (and would cost recursion)
 _GUARD_KEYS = {"enabled": bool, "fail_closed": bool, "log_args": bool, "previews": bool}
 _BUDGET_KEYS = (
     "max_turns",
@@ -65,13 +75,18 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ConfigFile:
-    """A configuration file read: the guard configuration it gives, the store it names (``None``: the
-    caller's default) and where it came from (``None``: no file, the defaults)."""
+    """A configuration read: the guard configuration it gives, the store it names (``None``: the caller's
+    default) and where it came from (``path``: the file that decided last, ``None``: the defaults).
+    ``sources`` names the file of every setting that is not a default (``"escalation.ladder"`` ->
+    ``"project looptrap.toml"``), ``ignored`` what a project file said that would loosen or redirect
+    guarding, and was not applied."""
 
     guard: GuardConfig = field(default_factory=GuardConfig)
     store: str | None = None
     path: Path | None = None
     metrics: dict[str, Any] = field(default_factory=dict)  # the [metrics] table as read
+    sources: dict[str, str] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()
 
 
 def find(start: Path | None = None) -> Path | None:
@@ -88,18 +103,54 @@ def find(start: Path | None = None) -> Path | None:
     return None
 
 
-def resolve(explicit: str | None = None, *, start: Path | None = None) -> ConfigFile:
-    """The configuration in effect: the file named by ``explicit`` (``--config``), else by
-    ``$LOOPTRAP_CONFIG``, else found from ``start`` upward; the defaults when there is none."""
+def user_config() -> Path | None:
+    """The user's own configuration file, if there is one: ``$XDG_CONFIG_HOME/looptrap/looptrap.toml`` (by
+    default ``~/.config/looptrap/looptrap.toml``)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(base) / "looptrap" / "looptrap.toml"
+    return path if path.is_file() else None
+
+
+def resolve(explicit: str | None = None, *, start: Path | None = None, project: Path | None = None) -> ConfigFile:
+    """The configuration in effect: the file named by ``explicit`` (``--config``) or ``$LOOPTRAP_CONFIG``, as
+    written; else the user's own file, tightened by the project's (``project``, else found from ``start``
+    upward); the defaults when there is none."""
     named = explicit or os.environ.get(ENV) or None
     if named:
-        return load(Path(named).expanduser())
-    path = find(start)
-    return load(path) if path is not None else ConfigFile()
+        path = Path(named).expanduser()
+        return load(path, f"{'--config' if explicit else '$' + ENV} {path}")
+    user = user_config()
+    base_data, base = ({}, ConfigFile()) if user is None else (_data(user), load(user, f"user {user}"))
+    found = project or find(start)
+    if found is None or (user is not None and found.resolve() == user.resolve()):
+        return base
+    load(found)  # every error of the project's file, with its line, as if it stood alone
+    kept, ignored = _tightening(_data(found), base)
+    if not kept:
+        return dataclasses.replace(base, path=found, ignored=tuple(ignored))
+    merged = _merged(base_data, kept)
+    try:
+        config = _Reader(found, "", ()).read(merged)
+    except ConfigError as exc:  # a combination of two files that each stand alone: name both
+        raise ConfigError(str(found), f"{exc.reason} (with {user})") from None
+    sources = {**base.sources, **{key: f"project {found}" for key in _keys(kept)}}
+    return dataclasses.replace(config, sources=sources, ignored=tuple(ignored))
 
 
-def load(path: Path) -> ConfigFile:
-    """Read one configuration file; raises :class:`ConfigError` (with ``file:line``) when it is not usable."""
+def load(path: Path, source: str | None = None) -> ConfigFile:
+    """Read one configuration file, as written; raises :class:`ConfigError` (with ``file:line``) when it is
+    not usable. ``source`` names it in :attr:`ConfigFile.sources` (default: the path)."""
+    data, text, prefix = _parse(path)
+    config = _Reader(path, text, prefix).read(data)
+    return dataclasses.replace(config, sources=dict.fromkeys(_keys(data), source or str(path)))
+
+
+def _data(path: Path) -> dict[str, Any]:
+    return _parse(path)[0]
+
+
+def _parse(path: Path) -> tuple[dict[str, Any], str, tuple[str, ...]]:
+    """A file's looptrap table, its text and the table's key prefix (``tool.looptrap`` in pyproject.toml)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -121,15 +172,232 @@ def load(path: Path) -> ConfigFile:
         prefix: tuple[str, ...] = ("tool", "looptrap")
     else:
         prefix = ()
-    return _Reader(path, text, prefix).read(data)
+    if _depth(data) > _MAX_DEPTH:
+        raise ConfigError(str(path), f"tables nested more than {_MAX_DEPTH} deep: not a looptrap configuration")
+    return data, text, prefix
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and lists nest in a value (without recursion: a file may nest a thousand deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def _keys(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted names of the settings in a file's table (``escalation.ladder``)."""
+    out = []
+    for k, v in data.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict) and k not in ("limits", "max_calls_per_tool"):
+            out += _keys(v, name + ".")
+        else:
+            out.append(name)
+    return out
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+# -- a project's file may only tighten ------------------------------------------------------------------------
+_RANK = {"warn": 0, "advise": 1, "block": 2, "halt": 3}
+#: Detector settings where a larger number intervenes more (for the rest, a smaller one does).
+_LARGER_IS_STRICTER = frozenset({"short_period", "max_gap"})
+
+
+def _tightening(data: dict[str, Any], base: ConfigFile) -> tuple[dict[str, Any], list[str]]:
+    """What of a project's (validated) table tightens ``base``, and what it said that was not applied."""
+    kept: dict[str, Any] = {}
+    ignored: list[str] = []
+    g = base.guard
+
+    def keep(where: dict[str, Any], key: str, value: Any, ok: bool, name: str, why: str) -> None:
+        if ok:
+            where[key] = value
+        else:
+            ignored.append(f"{name} = {_toml_value(_plain(value))} ({why})")
+
+    for key, value in data.items():
+        if key == "enabled":
+            keep(kept, key, value, value is True, key, "turns guarding off")
+        elif key == "fail_closed":
+            keep(kept, key, value, value is True or not g.fail_closed, key, "fails open")
+        elif key in ("log_args", "previews"):
+            keep(kept, key, value, value is False, key, "keeps arguments")
+        elif key == "report_tool":
+            kept[key] = value
+        elif key in ("store", "metrics"):
+            ignored.append(f"{key} (sends the sessions elsewhere)" if key == "store" else f"[{key}] (exports)")
+        elif key == "alerts":
+            has_alerts = any(_is_alert(d) for d in g.detectors)
+            keep(kept, key, value, not has_alerts, key, "replaces the alert rules already set")
+        elif key == "escalation":
+            kept[key] = _tighter_escalation(value, g.escalation, ignored, keep)
+        elif key == "budgets":
+            kept[key] = _tighter_budgets(value, g.budgets, ignored, keep)
+        elif key == "detectors":
+            kept[key] = _tighter_detectors(value, g.detectors, ignored, keep)
+        elif key == "tools":
+            kept[key] = _tighter_tools(value, g.detectors, ignored, keep)
+    return {k: v for k, v in kept.items() if v != {}}, ignored
+
+
+def _is_alert(detector: Any) -> bool:
+    from looptrap.observe.alerts import is_alert
+
+    return bool(is_alert(detector))
+
+
+def _tighter_escalation(data: dict[str, Any], e: Escalation, ignored: list[str], keep: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"escalation.{key}"
+        if key == "ladder":
+            n = max(len(value), len(e.ladder))
+            stricter = all(
+                _RANK[value[min(i, len(value) - 1)]] >= _RANK[e.ladder[min(i, len(e.ladder) - 1)]] for i in range(n)
+            )
+            keep(out, key, value, stricter, name, "a milder ladder")
+        elif key == "cooldown":
+            keep(out, key, value, value >= e.cooldown, name, "ends loops sooner")
+        elif key == "patience":
+            keep(out, key, value, value <= e.patience, name, "waits longer")
+        elif key == "warn_only":
+            keep(out, key, value, value is False, name, "only warns")
+    return out
+
+
+def _tighter_budgets(data: dict[str, Any], b: Budgets, ignored: list[str], keep: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        now = getattr(b, key, None)
+        name = f"budgets.{key}"
+        if isinstance(value, dict) or isinstance(now, dict):
+            keep(out, key, value, now is None, name, "replaces a per-tool budget")
+        else:
+            keep(out, key, value, now is None or value <= now, name, "a larger budget")
+    return out
+
+
+def _tighter_detectors(
+    data: dict[str, Any], detectors: tuple[Any, ...], ignored: list[str], keep: Any
+) -> dict[str, Any]:
+    by_name = {d.name: d for d in detectors}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "enabled":
+            keep(out, key, value, set(by_name) <= set(value), "detectors.enabled", "leaves detectors out")
+            continue
+        current = by_name.get(key)
+        table: dict[str, Any] = {}
+        for setting, v in value.items():
+            name = f"detectors.{key}.{setting}"
+            if setting == "enabled" or setting == "warn_only":
+                keep(table, setting, v, v is (setting == "enabled"), name, "turns the detector off or to warnings")
+            elif current is None:
+                table[setting] = v  # a detector the base does not run: whatever the project sets, it adds one
+            else:
+                now = getattr(current, setting)
+                stricter = v >= now if setting in _LARGER_IS_STRICTER else v <= now
+                keep(table, setting, v, stricter, name, "intervenes later")
+        if table:
+            out[key] = table
+    return out
+
+
+def _tighter_tools(data: dict[str, Any], detectors: tuple[Any, ...], ignored: list[str], keep: Any) -> dict[str, Any]:
+    thresholds = {d.name: d.threshold for d in detectors}
+    out: dict[str, Any] = {}
+    for pattern, settings in data.items():
+        table: dict[str, Any] = {}
+        for key, value in settings.items():
+            name = f"tools.{_toml_key(pattern)}.{key}"
+            if key in ("keys", "fold_whitespace", "fold_case"):
+                table[key] = value  # fewer differences between calls: more of them are repeats
+            elif key in ("exempt", "mutating", "polling"):
+                keep(table, key, value, value is False, name, "guards the tool less")
+            elif key == "disable":
+                keep(table, key, value, not value, name, "turns detectors off for the tool")
+            elif key == "limits":
+                limits: dict[str, Any] = {}
+                for det, n in value.items():
+                    keep(limits, det, n, n <= thresholds.get(det, n), f"{name}.{det}", "intervenes later")
+                if limits:
+                    table[key] = limits
+        if table:
+            out[pattern] = table
+    return out
+
+
+def protection_warnings(config: ConfigFile) -> list[str]:
+    """What in a configuration turns protection off or weakens it (``config check`` prints these, and
+    fails with ``--strict``), then what a project's file said that was not applied."""
+    from looptrap.observe.alerts import is_alert
+
+    g, e = config.guard, config.guard.escalation
+    out = []
+    if not g.enabled:
+        out.append("enabled = false: every call is allowed and nothing is recorded")
+    detectors = [d for d in g.detectors if not is_alert(d)]
+    if not detectors:
+        out.append("no detector runs: only budgets can stop a loop")
+    elif all(d.warn_only for d in detectors):
+        out.append("every detector is warn_only: loops are reported, never stopped")
+    if e.warn_only:
+        out.append("escalation.warn_only = true: loops are reported, never stopped")
+    elif not any(_RANK[a] >= _RANK["block"] for a in e.ladder):
+        out.append(f"escalation.ladder = {_toml_value(list(e.ladder))} never blocks or halts")
+    elif any(_RANK[b] < _RANK[a] for a, b in zip(e.ladder, e.ladder[1:], strict=False)):
+        out.append(f"escalation.ladder = {_toml_value(list(e.ladder))} gets milder as a loop goes on")
+    for pattern, policy in g.tools.items():
+        if policy.exempt and pattern.strip("*") == "":
+            out.append(f"tools.{_toml_key(pattern)}.exempt = true: no tool is guarded")
+        elif policy.disable and {d.name for d in detectors} <= set(policy.disable) and pattern.strip("*") == "":
+            out.append(f"tools.{_toml_key(pattern)}.disable turns every detector off for every tool")
+    out += [f"not applied (a project's file may only tighten): {one}" for one in config.ignored]
+    return out
 
 
 def dump(config: ConfigFile) -> str:
-    """The effective configuration as a configuration file (TOML) that gives the same guard."""
+    """The effective configuration as a configuration file (TOML) that gives the same guard, each setting
+    that is not a default followed by the file it came from; what a project's file said that was not
+    applied at the end. A password in the store URL is shown as ``***``."""
+    lines = _dump_lines(config)
+    table = ""
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            table = line.strip("[]")
+        elif " = " in line and not line.startswith("#"):
+            key = line.split(" = ", 1)[0]
+            source = config.sources.get(f"{table}.{key}" if table else key)
+            if source is None and table.startswith("detectors."):
+                source = config.sources.get(table)  # a detector's table named as a whole
+            if source:
+                lines[i] = f"{line}  # {source}"
+    if config.ignored:
+        lines += ["", "# not applied: a project's file may only tighten guarding (docs/configuration.md)"]
+        lines += [f"#   {one}" for one in config.ignored]
+    return "\n".join(lines) + "\n"
+
+
+def _dump_lines(config: ConfigFile) -> list[str]:
+    from looptrap.stores.url import redact
+
     g = config.guard
     lines = [f"# effective configuration{f' (from {config.path})' if config.path else ' (defaults)'}"]
     if config.store is not None:
-        lines.append(f"store = {_toml_value(config.store)}")
+        lines.append(f"store = {_toml_value(redact(config.store))}")
     for key in _GUARD_KEYS:
         lines.append(f"{key} = {_toml_value(getattr(g, key))}")
     lines.append(f"report_tool = {_toml_value(g.report_tool if g.report_tool is not None else False)}")
@@ -159,7 +427,7 @@ def dump(config: ConfigFile) -> str:
         lines += ["", "[alerts]", *(f"{k} = {_toml_value(v)}" for k, v in _alert_settings(alerts).items())]
     if config.metrics:
         lines += ["", "[metrics]", *(f"{k} = {_toml_value(v)}" for k, v in config.metrics.items())]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _alert_settings(alerts: list[Any]) -> dict[str, Any]:
@@ -220,8 +488,8 @@ class _Reader:
             else:
                 raise self.fail(("report_tool",), "a tool name, or false for none")
         store = data.get("store")
-        if store is not None and (not isinstance(store, str) or not store.strip()):
-            raise self.fail(("store",), "a store URL (sqlite:///path.db, redis://host:port/0, memory://)")
+        if store is not None:
+            self.store(store)
         escalation = self.escalation(self.table(data, "escalation"))
         budgets = self.budgets(self.table(data, "budgets"))
         detectors = self.detectors(self.table(data, "detectors"))
@@ -237,6 +505,19 @@ class _Reader:
         except (TypeError, ValueError) as exc:
             raise self.fail((), str(exc)) from None
         return ConfigFile(guard=guard, store=store, path=self.path, metrics=metrics)
+
+    def store(self, url: Any) -> None:
+        """Check a store URL as the commands that open it do (without connecting or creating a file)."""
+        if not isinstance(url, str) or not url.strip():
+            raise self.fail(("store",), "a store URL (sqlite:///path.db, redis://host:port/0, memory://)")
+        from looptrap.stores import open_store
+
+        try:
+            open_store(url, create=False).close()
+        except ImportError:  # the redis extra is missing: `config check` says so; other commands fail when they open it
+            pass
+        except (ValueError, TypeError) as exc:
+            raise self.fail(("store",), str(exc)) from None
 
     def settings(self, data: dict[str, Any], table: str, keys: dict[str, type]) -> dict[str, Any]:
         """A table of plain settings, each of its type (numbers above 0, shares below 1)."""

@@ -28,7 +28,12 @@ def add_parser(sub: Any) -> None:
     check = actions.add_parser(
         "check", help="validate a configuration file", description="Validate a configuration file (exit 2 if bad)."
     )
-    check.add_argument("file", nargs="?", help="the file (default: the one in effect, as for show)")
+    check.add_argument("file", nargs="?", help="the file (default: the configuration in effect, as for show)")
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when the configuration turns protection off, or a project's setting was not applied",
+    )
     show = actions.add_parser(
         "show",
         help="print the configuration in effect",
@@ -39,16 +44,46 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``config check`` or ``config show``; returns the exit code."""
-    from looptrap.config_file import ConfigError, dump, load, resolve
+    from looptrap.config_file import ConfigError, dump, load, protection_warnings, resolve
 
     try:
         if args.config_command == "check":
             config = load(Path(args.file)) if args.file else resolve()
+            _check_stores(config.store, str(config.path))
             where = str(config.path) if config.path else "no configuration file (the defaults)"
-            sys.stdout.write(f"ok: {one_line(where, 500)}\n")
-            return 0
+            warnings = protection_warnings(config)
+            for warning in warnings:
+                sys.stderr.write(f"looptrap: warning: {one_line(warning, 1000)}\n")
+            sys.stdout.write(f"ok: {one_line(where, 500)}{_count(len(warnings))}\n")
+            return 1 if warnings and args.strict else 0
         sys.stdout.write(dump(resolve(args.config)))
         return 0
     except ConfigError as exc:
         sys.stderr.write(f"looptrap: {one_line(str(exc), 1000)}\n")
         return 2
+
+
+def _count(warnings: int) -> str:
+    return f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
+
+
+def _check_stores(configured: str | None, where: str) -> None:
+    """The stores a command would open: ``$LOOPTRAP_STORE`` (it comes first), and the file's, with the
+    client library each needs."""
+    import importlib.util
+    import os
+
+    from looptrap.config_file import ConfigError
+    from looptrap.stores import open_store
+    from looptrap.stores.url import REDIS_SCHEMES, parse
+
+    for name, url in (("$LOOPTRAP_STORE", os.environ.get("LOOPTRAP_STORE")), (f"{where}: store", configured)):
+        if not url:
+            continue
+        try:
+            scheme = parse(url).scheme
+            if scheme in REDIS_SCHEMES and importlib.util.find_spec("redis") is None:
+                raise ValueError("a Redis store needs the redis extra: pip install 'looptrap[redis]'")
+            open_store(url, create=False).close()
+        except (ValueError, TypeError, ImportError) as exc:
+            raise ConfigError(name, str(exc)) from None
