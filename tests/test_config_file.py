@@ -419,3 +419,13 @@ def test_config_check_checks_the_store_of_the_environment(tmp_path: Path) -> Non
     )
     assert said.returncode == 2
     assert said.stderr.startswith("looptrap: $LOOPTRAP_STORE: ")
+
+
+def test_a_relative_sqlite_store_in_a_file_is_relative_to_the_file(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    config = load(write(tmp_path / "conf", 'store = "sqlite://sessions.db?ttl=60"\n'))
+    assert config.store == f"sqlite://{tmp_path / 'conf' / 'sessions.db'}?ttl=60"
+    plain = load(write(tmp_path / "conf", 'store = "data/s.db"\n'))
+    assert plain.store == str(tmp_path / "conf" / "data" / "s.db")
+    for unchanged in ("sqlite:///abs/s.db", "memory://", "redis://localhost:6379/0"):
+        assert load(write(tmp_path / "conf", f'store = "{unchanged}"\n')).store == unchanged

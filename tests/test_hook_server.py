@@ -69,14 +69,15 @@ def _server_pids(folder: Path) -> list[int]:
 
 
 def key(store: str) -> tuple[str, ...]:
-    return ("claude-code", store, "", "", "0", "", "")
+    return resident.server_key("claude-code", store, None, False, None)
 
 
 def start_server(store: str, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     path = resident.socket_path(key(store))
     assert path is not None
     args = [sys.executable, "-m", "looptrap.integrations.hooks.server", "--socket", path, "--cli", "claude-code"]
-    proc = subprocess.Popen([*args, "--store", store, "--no-config", *extra])
+    env = {**os.environ, "LOOPTRAP_HOOK_STORE": store}
+    proc = subprocess.Popen([*args, "--project-config", "", *extra], env=env)
     SERVERS.append(proc)
     deadline = time.monotonic() + 20
     while not os.path.exists(path):
@@ -113,7 +114,7 @@ def test_answers_through_the_server_are_the_hook_processes_answers(
         code, out, err = through_server(monkeypatch, served, name)
         assert code is not None, "answered in process: the server did not answer"
         got.append((code, out, err))
-        answer = run_hook(PROTOCOLS["claude-code"](), event(name), store_url=direct, config="")
+        answer = run_hook(PROTOCOLS["claude-code"](), event(name), store_url=direct)
         want.append((answer.exit_code, answer.stdout, answer.stderr))
         time.sleep(0.6)  # the model reads each answer (refusals closer than BATCH_GAP are one turn)
     assert got == want
@@ -180,3 +181,125 @@ def test_the_hook_command_uses_the_server(cache: Path, tmp_path: Path) -> None:
         outs.append(proc.stdout.decode().strip())
     assert outs[:4] == ["", "", "", ""]
     assert json.loads(outs[4])["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+# -- the caller's paths, the README's loop, secrets, replaced files ----------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_hook_loop() -> str:
+    """The README's hook loop, as written there (from ``for`` to ``looptrap sessions show``)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("for i in 1 2 3; do")
+    end = text.index("\n", text.index("looptrap sessions show", start))
+    return text[start:end]
+
+
+def run_in(folder: Path, script: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    """Run a shell script in ``folder`` as a user would, `looptrap` on the PATH, the server on."""
+    shims = folder.parent / f"{folder.name}-bin"
+    shims.mkdir(exist_ok=True)
+    shim = shims / "looptrap"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m looptrap "$@"\n')
+    shim.chmod(0o755)
+    (folder / "examples").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "examples" / "hooks", folder / "examples" / "hooks", dirs_exist_ok=True)
+    env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}", "XDG_RUNTIME_DIR": str(cache)}
+    env.pop("LOOPTRAP_HOOK_SERVER", None)
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=folder, env=env, timeout=120)
+
+
+def test_the_readmes_hook_loop_with_the_server_on(cache: Path, tmp_path: Path) -> None:
+    """`--store sqlite://demo.db` is the caller's file: every event, through the server or not, goes there."""
+    project = tmp_path / "project"
+    project.mkdir()
+    done = run_in(project, readme_hook_loop(), cache)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert '"permissionDecision":"deny"' in done.stdout  # the third call, refused
+    assert "calls     3 in" in done.stdout  # two calls ran and the third was refused: all in the caller's demo.db
+    assert "#2     Grep" in done.stdout
+    assert (project / "demo.db").exists()
+    assert _server_pids(cache), "no resident server answered"
+    assert not list(cache.rglob("demo.db"))
+
+
+def test_two_projects_with_the_same_relative_store_keep_their_own(cache: Path, tmp_path: Path) -> None:
+    shown = []
+    for name in ("one", "two"):
+        project = tmp_path / name
+        project.mkdir()
+        done = run_in(project, readme_hook_loop(), cache)
+        assert done.returncode == 0, done.stderr
+        shown.append(done.stdout)
+    assert all("calls     3 in" in out for out in shown)  # not 6 in one shared file
+    assert len(list((cache / "looptrap").glob("hook-*.sock"))) == 2
+
+
+def test_a_relative_config_file_is_the_callers(cache: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "rel.toml").write_text("[detectors.repeat]\nthreshold = 2\n")
+    script = readme_hook_loop().replace("--store sqlite://demo.db", "--store sqlite://demo.db --config rel.toml")
+    done = run_in(project, script, cache)
+    assert done.returncode == 0, done.stderr
+    assert "ConfigError" not in done.stderr
+    assert done.stderr == ""
+    assert "2 times in a row" in done.stdout  # the named file's threshold, on the second call
+    assert "calls     2 in" in done.stdout
+
+
+def test_a_users_file_written_later_applies_to_the_next_event(cache: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    first = run_in(project, readme_hook_loop(), cache)
+    assert '"permissionDecision":"deny"' in first.stdout
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "looptrap" / "looptrap.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("[tools.Grep]\nexempt = true\n")
+    again = run_in(project, readme_hook_loop().replace("demo.db", "demo2.db"), cache)
+    assert again.returncode == 0, again.stderr
+    assert "deny" not in again.stdout  # exempt: the user's file, read by a server of its own
+
+
+def test_the_store_password_is_not_on_a_command_line(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = "redis://looptrap:s3cret-pw@127.0.0.1:1/0"
+    assert through_server(monkeypatch, store, "pre_grep")[0] is None  # answered in process; a server started
+    path = resident.socket_path(key(store))
+    assert path is not None
+    deadline = time.monotonic() + 20
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, "no server was started"
+        time.sleep(0.05)
+    pids = _server_pids(cache)
+    assert pids
+    for pid in pids:
+        assert b"s3cret-pw" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert stat.S_IMODE(os.stat(f"/proc/{pid}/environ").st_mode) & 0o077 == 0  # the user's only
+
+
+def test_a_deleted_sqlite_file_is_reopened(cache: Path, tmp_path: Path) -> None:
+    """The server does not go on writing to a file no other command sees: a halted session is gone with it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    done = run_in(project, readme_hook_loop(), cache)
+    assert '"permissionDecision":"deny"' in done.stdout
+    assert _server_pids(cache)
+    for suffix in ("", "-wal", "-shm"):
+        (project / f"demo.db{suffix}").unlink(missing_ok=True)
+    again = run_in(project, readme_hook_loop(), cache)
+    assert again.returncode == 0, again.stderr
+    assert "calls     3 in" in again.stdout  # a fresh file, found by `sessions show`, with this run's calls
+    assert (project / "demo.db").exists()
+
+
+def test_an_event_too_large_for_the_server_is_answered_in_process(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = f"sqlite:///{tmp_path}/s.db"
+    start_server(store)
+    assert through_server(monkeypatch, store, "pre_grep")[0] is not None  # the server answers an ordinary event
+    monkeypatch.setattr(resident, "MAX_EVENT", len(event("pre_grep")) - 1)
+    assert through_server(monkeypatch, store, "pre_grep")[0] is None  # this process applies it, as without a server

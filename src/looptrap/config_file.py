@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from looptrap.core.locations import absolute_store, user_config_path
 from looptrap.core.policy import ToolPolicy
 from looptrap.detectors import default_detectors
 from looptrap.engine.config import GuardConfig
@@ -106,22 +107,23 @@ def find(start: Path | None = None) -> Path | None:
 def user_config() -> Path | None:
     """The user's own configuration file, if there is one: ``$XDG_CONFIG_HOME/looptrap/looptrap.toml`` (by
     default ``~/.config/looptrap/looptrap.toml``)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    path = Path(base) / "looptrap" / "looptrap.toml"
+    path = Path(user_config_path())
     return path if path.is_file() else None
 
 
-def resolve(explicit: str | None = None, *, start: Path | None = None, project: Path | None = None) -> ConfigFile:
+def resolve(
+    explicit: str | None = None, *, start: Path | None = None, project: Path | None = None, find_project: bool = True
+) -> ConfigFile:
     """The configuration in effect: the file named by ``explicit`` (``--config``) or ``$LOOPTRAP_CONFIG``, as
     written; else the user's own file, tightened by the project's (``project``, else found from ``start``
-    upward); the defaults when there is none."""
+    upward unless ``find_project`` is false); the defaults when there is none."""
     named = explicit or os.environ.get(ENV) or None
     if named:
         path = Path(named).expanduser()
         return load(path, f"{'--config' if explicit else '$' + ENV} {path}")
     user = user_config()
     base_data, base = ({}, ConfigFile()) if user is None else (_data(user), load(user, f"user {user}"))
-    found = project or find(start)
+    found = project or (find(start) if find_project else None)
     if found is None or (user is not None and found.resolve() == user.resolve()):
         return base
     load(found)  # every error of the project's file, with its line, as if it stood alone
@@ -489,7 +491,7 @@ class _Reader:
                 raise self.fail(("report_tool",), "a tool name, or false for none")
         store = data.get("store")
         if store is not None:
-            self.store(store)
+            store = self.store(store)
         escalation = self.escalation(self.table(data, "escalation"))
         budgets = self.budgets(self.table(data, "budgets"))
         detectors = self.detectors(self.table(data, "detectors"))
@@ -506,8 +508,9 @@ class _Reader:
             raise self.fail((), str(exc)) from None
         return ConfigFile(guard=guard, store=store, path=self.path, metrics=metrics)
 
-    def store(self, url: Any) -> None:
-        """Check a store URL as the commands that open it do (without connecting or creating a file)."""
+    def store(self, url: Any) -> str:
+        """A store URL checked as the commands that open it do (without connecting or creating a file), a
+        relative SQLite path made absolute in the file's folder."""
         if not isinstance(url, str) or not url.strip():
             raise self.fail(("store",), "a store URL (sqlite:///path.db, redis://host:port/0, memory://)")
         from looptrap.stores import open_store
@@ -518,6 +521,7 @@ class _Reader:
             pass
         except (ValueError, TypeError) as exc:
             raise self.fail(("store",), str(exc)) from None
+        return absolute_store(url, str(self.path.parent))
 
     def settings(self, data: dict[str, Any], table: str, keys: dict[str, type]) -> dict[str, Any]:
         """A table of plain settings, each of its type (numbers above 0, shares below 1)."""

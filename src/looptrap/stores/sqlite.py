@@ -12,7 +12,6 @@ import contextlib
 import os
 import random
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -59,15 +58,9 @@ T = TypeVar("T")
 def default_path() -> str:
     """Where the CLI keeps sessions by default: ``sessions.db`` in looptrap's folder of the user's cache
     (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows)."""
-    # os.path, not pathlib: a hook process pays for every import, and pathlib pulls in urllib.
-    home = os.path.expanduser("~")
-    if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-    elif sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Caches")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-    return os.path.join(base, "looptrap", "sessions.db")
+    from looptrap.core.locations import user_cache
+
+    return os.path.join(user_cache(), "looptrap", "sessions.db")
 
 
 class SQLiteStore(Store):

@@ -223,7 +223,9 @@ def run_hook(
 class HookRunner:
     """Answers hook events with one configuration: it reads the configuration file and opens the store on
     the first event that needs them, and keeps the engine and the store for the next events (a resident hook
-    server answers many events with one; a hook process one)."""
+    server answers many events with one; a hook process one). ``config``: a named file (``--config``);
+    ``project``: the project's file already found (``""``: none; ``None``: find it from the working
+    directory)."""
 
     def __init__(
         self,
@@ -233,11 +235,15 @@ class HookRunner:
         fail_closed: bool = False,
         config: str | None = None,
         env_store: str | None = None,
+        project: str | None = None,
     ) -> None:
         self.store_url, self.session, self.fail_closed, self.config = store_url, session, fail_closed, config
+        self.project = project
         self.env_store = env_store if env_store is not None else os.environ.get("LOOPTRAP_STORE")
         self._engine: Any = None
         self._store: Any = None
+        self._store_url = ""
+        self._file: tuple[int, int] | None = None  # the SQLite file the store wrote last: (device, inode)
 
     def answer(self, protocol: Protocol, stdin: bytes) -> Answer:
         """One event's answer. Never raises."""
@@ -256,14 +262,43 @@ class HookRunner:
             self._store = None
 
     def _prepare(self) -> None:
-        from looptrap.config_file import ConfigFile, resolve
+        from pathlib import Path
+
+        from looptrap.config_file import resolve
         from looptrap.engine.engine import Engine
         from looptrap.stores import open_store
 
-        settings = ConfigFile() if self.config == "" else resolve(self.config)  # "": no file, the defaults
+        if self.project is None:  # found from the working directory upward
+            settings = resolve(self.config)
+        else:  # the project's file the hook found (a resident server's folder is not the project's)
+            settings = resolve(self.config, project=Path(self.project) if self.project else None, find_project=False)
         # the CLI has no report_blocked tool: advice tells the model to say so instead
         self._engine = Engine(settings.guard.replace(report_tool=None))
-        self._store = open_store(self.store_url or self.env_store or settings.store or _default_store())
+        self._store_url = self.store_url or self.env_store or settings.store or _default_store()
+        self._store = open_store(self._store_url)
+        self._file = None
+
+    def _sqlite_file(self) -> tuple[int, int] | None:
+        """The store's SQLite file as it is on disk now (``None``: another store, or no file)."""
+        path = getattr(self._store, "path", None)
+        if not isinstance(path, str) or path == ":memory:":
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def _reopen_if_replaced(self) -> None:
+        """A long-lived runner (the resident server) whose SQLite file was deleted or replaced since its
+        last event opens the file now at that path: otherwise it would go on reading and writing one that
+        no other command sees (``sessions list`` empty while a session stays halted)."""
+        if self._file is not None and self._sqlite_file() != self._file:
+            from looptrap.stores import open_store
+
+            self._store.close()
+            self._store = open_store(self._store_url)
+            self._file = None
 
     def _handle(self, protocol: Protocol, stdin: bytes) -> Answer:
         try:
@@ -277,6 +312,14 @@ class HookRunner:
             return protocol.allow
         if self._engine is None:
             self._prepare()
+        else:
+            self._reopen_if_replaced()
+        try:
+            return self._apply(protocol, event)
+        finally:
+            self._file = self._sqlite_file()
+
+    def _apply(self, protocol: Protocol, event: HookEvent) -> Answer:
         from looptrap.drivers.guard import Guard
 
         guard = Guard(

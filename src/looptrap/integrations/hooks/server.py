@@ -2,10 +2,11 @@
 (see :mod:`looptrap.cli.resident`), with one engine and one open store, and exits when idle.
 
 Started by the first hook event of a configuration; one server per configuration (the socket's name
-comes from the CLI, the store, ``$LOOPTRAP_STORE``, the session option, the failure policy and the
-configuration file with its modification time). Events are answered one at a time, in arrival order, each
-exactly as :class:`~looptrap.integrations.hooks.base.HookRunner` answers it in a hook process. The socket
-lives in a folder only the user can open, and is created readable and writable by the user only.
+comes from the CLI, the absolute store URLs, the session option, the failure policy and the configuration
+files with their modification times: see :mod:`looptrap.cli.resident`). Events are answered one at a time,
+in arrival order, each exactly as :class:`~looptrap.integrations.hooks.base.HookRunner` answers it in a
+hook process. The socket lives in a folder only the user can open, and is created readable and writable by
+the user only.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ import os
 import socket
 import sys
 
-from looptrap.cli.resident import IDLE
+from looptrap.cli.resident import IDLE, MAX_EVENT
 from looptrap.integrations.hooks.base import PROTOCOLS, Answer, HookRunner
 
 __all__ = ["main", "serve"]
-
-_MAX_EVENT = 64 << 20  # a hook payload larger than this is refused (the hook process then answers in process)
 
 
 def serve(path: str, runner: HookRunner, cli: str, *, idle: float = IDLE) -> None:
@@ -94,7 +93,7 @@ def _answer_one(conn: socket.socket, runner: HookRunner, protocol: object) -> No
             if not chunk:
                 break
             size += len(chunk)
-            if size > _MAX_EVENT:
+            if size > MAX_EVENT:  # the hook answers such an event in process, never sends it
                 return
             chunks.append(chunk)
         answer: Answer = runner.answer(protocol, b"".join(chunks))  # type: ignore[arg-type]
@@ -109,20 +108,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="looptrap-hook-server", description="The resident hook server.")
     p.add_argument("--socket", required=True)
     p.add_argument("--cli", required=True, choices=sorted(PROTOCOLS))
-    p.add_argument("--store")
-    p.add_argument("--env-store")
     p.add_argument("--session")
-    p.add_argument("--config")
-    p.add_argument("--no-config", action="store_true")
+    p.add_argument("--config", help="a named configuration file: applied as written")
+    p.add_argument("--project-config", help="the project's file the hook found ('': none)")
     p.add_argument("--fail-closed", action="store_true")
     p.add_argument("--idle", type=float, default=float(os.environ.get("LOOPTRAP_HOOK_SERVER_IDLE") or IDLE))
     args = p.parse_args(argv)
-    runner = HookRunner(
-        store_url=args.store or None,
+    runner = HookRunner(  # the store URLs come in the environment (a command line is readable by any user)
+        store_url=os.environ.get("LOOPTRAP_HOOK_STORE") or None,
         session=args.session or None,
         fail_closed=args.fail_closed,
-        config="" if args.no_config else args.config,  # the client found it: never look from here
-        env_store=args.env_store or "",
+        config=args.config or None,
+        env_store=os.environ.get("LOOPTRAP_STORE") or "",
+        project=None if args.config else (args.project_config or ""),  # never looked for from here
     )
     serve(args.socket, runner, args.cli, idle=args.idle)
     return 0
