@@ -2,9 +2,11 @@
 
 Copy this file to your tests (``tests/test_agent_chaos.py``) and import your agent instead of the example's:
 a function ``agent(tools, guard)`` that runs it once with these tools and this guard, and its ``TOOLS``.
+It is a pytest file (its fixture and marker come from looptrap's pytest plugin), so it needs pytest, which
+looptrap does not install: ``pip install pytest``.
 
     pytest tests/test_agent_chaos.py --looptrap-report chaos-report.json
-    python examples/test_agent_chaos.py     # this copy: pytest on this file
+    python examples/test_agent_chaos.py     # this copy: pytest on this file (pytest needed all the same)
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ fault matrix, ``looptrap chaos`` and the matrix of the example agent in docs/cha
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import csv
 import io
@@ -466,6 +467,36 @@ def test_an_agent_that_raises_is_reported_as_an_error() -> None:
     assert report.error == "InjectedError: 400 Bad Request: no such key"
 
 
+def exits(tools: list[Any], guard: Guard | None) -> None:
+    """An agent that gives up the way a script does: ``sys.exit()``, after one call."""
+    tools[0](key="k")
+    sys.exit(3)
+
+
+def test_an_agent_that_calls_sys_exit_is_reported_as_an_error_and_the_matrix_goes_on() -> None:
+    report = run(exits, [lookup], guard=Guard)
+    assert (report.outcome, report.reason, report.calls) == ("error", "SystemExit", 1)
+    assert report.error == "SystemExit: exit code 3"
+
+    async def exits_async(tools: list[Any], guard: Guard | None) -> None:
+        await tools[0](key="k")
+        sys.exit()
+
+    report = run(exits_async, [alookup])
+    assert (report.outcome, report.error) == ("error", "SystemExit: exit code None")
+    # the event loop ended cleanly (a SystemExit out of a task leaves CPython 3.11's compiler state broken)
+    ast.parse((ROOT / "src" / "looptrap" / "chaos" / "runner.py").read_text(encoding="utf-8"))
+
+    async def from_a_running_loop() -> Report:
+        return run(exits_async, [alookup])
+
+    assert asyncio.run(from_a_running_loop()).reason == "SystemExit"
+    out = io.StringIO()
+    m = matrix(exits, [lookup], ["empty", "error"], file=out)
+    assert [r.outcome for r in m.reports.values()] == ["error", "error"]  # every cell ran
+    assert out.getvalue().splitlines()[-1] == "2 run(s) with the guard: 2 error"
+
+
 def test_a_healthy_run_finishes_with_nothing_to_report() -> None:
     report = run(chaos_agent.agent, chaos_agent.TOOLS, guard=chaos_agent.guard)
     assert (report.outcome, report.calls, report.interventions) == ("finished", 2, [])
@@ -586,6 +617,46 @@ def test_the_command_prints_json_exits_1_at_the_ceiling_and_says_what_is_wrong(t
         ([f"{EXAMPLE}:agent", "--guard", f"{bad}:not_a_guard"], "not_a_guard returned str, not a Guard"),
         ([f"{EXAMPLE}:agent", "--guard", f"{bad}:fails"], "fails raised RuntimeError: no guard today"),
         ([f"{broken}:agent"], "cannot load it (RuntimeError: broken at import)"),
+    ):
+        err = io.StringIO()
+        with redirect_stderr(err):
+            code, out = cli(*args)
+        assert (code, out) == (2, ""), args
+        assert says in err.getvalue(), (args, err.getvalue())
+
+
+@pytest.mark.parametrize("ending", ["raise RuntimeError('no model key')", "sys.exit(0)"])
+def test_the_command_exits_1_when_every_run_ends_in_an_error(tmp_path: Path, ending: str) -> None:
+    agent = tmp_path / "failing_agent.py"
+    agent.write_text(
+        "import sys\n\n"
+        "def lookup(key):\n    return 'found'\n\n"
+        "TOOLS = [lookup]\n\n"
+        f"def agent(tools, guard):\n    tools[0](key='k')\n    {ending}\n"
+    )
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code, out = cli(f"{agent}:agent", "--fault", "empty", "--fault", "slow")
+    assert code == 1
+    assert out.splitlines()[-1] == "2 run(s) with the guard: 2 error"  # the table is printed in full
+    said = err.getvalue()
+    assert said.startswith("looptrap chaos: every run ended in an error, so the matrix shows nothing")
+    assert ("RuntimeError: no model key" if "raise" in ending else "SystemExit: exit code 0") in said
+    # an error in some runs only is the matrix's news, not a failure of the command
+    some = tmp_path / "unguarded_failing_agent.py"
+    some.write_text(agent.read_text().replace(f"    {ending}\n", "    if guard is None:\n" + f"        {ending}\n"))
+    code, out = cli(f"{some}:agent", "--fault", "empty", "--baseline")
+    assert code == 0
+
+
+def test_a_file_or_guard_factory_that_calls_sys_exit_is_said_in_one_line(tmp_path: Path) -> None:
+    quits = tmp_path / "quits.py"
+    quits.write_text("import sys\nsys.exit(4)\n")
+    factory = tmp_path / "factory.py"
+    factory.write_text("import sys\n\ndef guard():\n    sys.exit(5)\n")
+    for args, says in (
+        ([f"{quits}:agent"], "cannot load it (SystemExit: 4)"),
+        ([f"{EXAMPLE}:agent", "--fault", "empty", "--guard", f"{factory}:guard"], "guard raised SystemExit: 5"),
     ):
         err = io.StringIO()
         with redirect_stderr(err):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -12,6 +14,7 @@ import pytest
 
 import looptrap
 from looptrap import (
+    AsyncGuard,
     Budgets,
     Detector,
     Escalation,
@@ -26,6 +29,7 @@ from looptrap import (
     report_blocked_tool,
 )
 from looptrap.core.state import HISTORY, PREVIEWS, SEEN, TOOLS, Flag
+from looptrap.core.types import ALLOW
 from looptrap.testing import FakeClock, step
 
 run = step  # one call the way an agent loop makes it
@@ -502,6 +506,30 @@ def test_report_blocked_from_code() -> None:
     assert guard.needed == ["credentials"]
 
 
+def _attempts(taken: list[int]) -> Iterator[str]:
+    """An endless iterable of attempts that fails the test once far more were taken than a report keeps."""
+    for i in itertools.count():
+        if i > 1000:
+            raise AssertionError("report_blocked exhausts the iterable it is given")
+        taken.append(i)
+        yield f"attempt {i}"
+
+
+def test_report_blocked_takes_a_bounded_number_of_items_from_an_endless_iterable() -> None:
+    taken: list[int] = []
+    v = Guard(clock=None).report_blocked(_attempts(taken), "credentials")
+    assert (v.action, v.reason) == ("halt", "reported_blocked")
+    assert len(taken) == 20
+    assert "attempt 0" in v.summary
+    assert "attempt 19" in v.summary
+    counter = itertools.count()
+    assert Guard(clock=None).report_blocked(counter, "credentials").reason == "reported_blocked"
+    assert next(counter) == 20  # the rest is left where it was
+    taken.clear()
+    v = asyncio.run(AsyncGuard(clock=None).report_blocked(_attempts(taken), "credentials"))
+    assert (v.reason, len(taken)) == ("reported_blocked", 20)
+
+
 # -- the outcome protocol -------------------------------------------------------------------------------
 
 
@@ -586,6 +614,24 @@ def test_fail_closed(caplog: pytest.LogCaptureFixture) -> None:
         v = guard.check("search_docs", {"q": "x"})
     assert (v.action, v.kind, v.reason) == ("halt", "guard", "guard_error")
     assert any("halting" in r.getMessage() for r in caplog.records)
+
+
+class HostileText(str):
+    """Text whose truth value cannot be taken."""
+
+    def __bool__(self) -> bool:
+        raise RuntimeError("no truth value")
+
+
+def test_feed_text_fails_open_on_text_whose_truth_raises(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR, logger="looptrap"):
+        assert Guard(clock=None).feed_text(HostileText("the same sentence")) is ALLOW
+        assert asyncio.run(AsyncGuard(clock=None).feed_text(HostileText("the same sentence"))) is ALLOW
+        closed = Guard(clock=None, fail_closed=True).feed_text(HostileText("the same sentence"))
+    assert closed.reason == "guard_error"
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "looptrap"]
+    assert [r.getMessage().split(" (")[0] for r in errors] == ["looptrap: internal error in feed_text"] * 3
+    assert all(r.exc_info is not None for r in errors)
 
 
 def test_disabled_guard_allows_everything_and_records_nothing() -> None:

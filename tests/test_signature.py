@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from conftest import need
 from looptrap import Engine, Guard, ToolPolicy
 from looptrap.core.state import Flag
+from looptrap.reading import signature
 from looptrap.reading.signature import Canonicaliser, comparable
 
 ENGINE = Engine()
@@ -564,6 +565,39 @@ def test_deep_nesting_does_not_raise_and_is_not_comparable() -> None:
     for _ in range(5000):
         d = {"k": d}
     assert isinstance(sig(d), int)
+
+
+def test_shared_references_are_walked_within_a_bound_of_work() -> None:
+    shared: list[Any] = []
+    for _ in range(22):  # 22 lists, and 2**23 places where one of them occurs
+        shared = [shared, shared]
+    start = time.perf_counter()
+    data = Canonicaliser().encode({"a": shared})
+    verdict = Guard(clock=None).check("t", {"a": shared})
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0, f"a value of shared references took {elapsed:.2f} s"
+    assert not comparable(data)  # too big to walk: not comparable, never a repeat
+    assert verdict.action == "allow"
+    # Below the bound, shared references are written out at every place, as equal copies are.
+    small: list[Any] = []
+    for _ in range(12):
+        small = [small, small]
+    assert Canonicaliser().encode(small) == Canonicaliser().encode(orjson.loads(orjson.dumps(small)))
+    part = {"id": 1, "tags": ["a", "b"]}
+    assert sig({"x": part, "y": [part, part]}) == sig({"x": dict(part), "y": [dict(part), dict(part)]})
+
+
+def test_the_bound_of_work_counts_every_item_visited() -> None:
+    limit = signature.MAX_WORK
+    canon = Canonicaliser()
+    assert comparable(canon.encode(list(range(limit))))
+    assert not comparable(canon.encode(list(range(limit + 1))))
+    row = {"id": 1, "name": "x"}  # 1 item in the list, 2 in the row: 3 per row
+    assert comparable(canon.encode({"rows": [row] * (limit // 3 - 1)}))
+    assert not comparable(canon.encode({"rows": [row] * (limit // 3 + 1)}))
+    assert comparable(canon.encode({"s": set(range(limit - 1))}))
+    assert not comparable(canon.encode({"s": set(range(limit))}))
+    assert comparable(canon.encode(list(range(10))))  # the count starts over with every value
 
 
 # -- huge payloads ------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ def add_parser(sub: Any) -> None:
         description="Run an agent once per fault and tool, the fault on that tool (empty results, errors, "
         "timeouts, ...), inside a hard ceiling, with a fresh guard each time, and print how each run "
         "stopped. AGENT is MODULE:FUNCTION or FILE.py:FUNCTION, a function agent(tools, guard) that runs the "
-        "agent once. Exit code 1 when a run hit the ceiling. See docs/chaos.md.",
+        "agent once. Exit code 1 when a run hit the ceiling, or when every run ended in an error (the agent "
+        "itself failed). See docs/chaos.md.",
     )
     p.add_argument("agent", metavar="AGENT", help="the agent: MODULE:FUNCTION or FILE.py:FUNCTION")
     p.add_argument(
@@ -95,7 +96,7 @@ def load(ref: str) -> Any:
         sys.path.insert(0, str(path.resolve().parent))
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - whatever the user's file raises, said in one line
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the user's file raises, said in one line
             sys.modules.pop(module_name, None)
             raise ValueError(f"{where}: cannot load it ({type(exc).__name__}: {exc})") from None
         finally:
@@ -105,7 +106,7 @@ def load(ref: str) -> Any:
             module = importlib.import_module(where)
         except ImportError as exc:
             raise ValueError(f"{where}: cannot import it ({exc})") from None
-        except Exception as exc:  # noqa: BLE001 - whatever the user's module raises, said in one line
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the user's module raises, said in one line
             raise ValueError(f"{where}: cannot import it ({type(exc).__name__}: {exc})") from None
     return _attribute(module, where, name)
 
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             return Guard(settings.guard)
         try:
             made = make()
-        except Exception as exc:  # noqa: BLE001 - the user's factory: said in one line
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's factory: said in one line
             raise _FactoryError(f"{args.guard} raised {type(exc).__name__}: {exc}") from None
         if not isinstance(made, Guard):
             raise _FactoryError(f"{args.guard} returned {type(made).__name__}, not a Guard")
@@ -191,4 +192,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except _FactoryError as exc:
         return fail(str(exc))
-    return 1 if any(not r.terminated for r in m.reports.values()) else 0
+    runs = list(m.reports.values())
+    if runs and all(r.outcome == "error" for r in runs):  # the agent failed: the matrix says nothing
+        fail(f"every run ended in an error, so the matrix shows nothing about the guard; the first: {runs[0].error}")
+        return 1
+    return 1 if any(not r.terminated for r in runs) else 0

@@ -54,8 +54,9 @@ class Report:
 
     ``outcome``: ``finished`` (the agent returned), ``halted`` (the guard stopped it: ``reason`` says why),
     ``ceiling`` (the hard ceiling cut it off: ``reason`` is ``max_calls`` or ``max_seconds``) or ``error``
-    (the agent raised: ``reason`` is the exception's type, ``error`` the text). ``terminated`` is false
-    only at the ceiling. ``calls``: agent-level tool calls (``ran``, and ``refused`` by the guard);
+    (the agent raised, or called ``sys.exit()``: ``reason`` is the exception's type, ``error`` the text,
+    ``SystemExit: exit code 3``). ``terminated`` is false only at the ceiling. ``calls``: agent-level tool
+    calls (``ran``, and ``refused`` by the guard);
     ``attempts``: tool-level attempts behind the calls that ran; ``per_tool`` the same per tool. ``tokens``
     and ``cost``: as the guard counted them (``None`` without a guard or a reported usage).
     """
@@ -143,6 +144,12 @@ class Report:
         }
 
 
+def _error_text(error: BaseException) -> str:
+    """``Type: text`` of the exception that ended a run (``SystemExit: exit code 3`` for ``sys.exit(3)``)."""
+    text = f"exit code {error.code!r}" if isinstance(error, SystemExit) else str(error)
+    return f"{type(error).__name__}: {text}"
+
+
 def _args_text(args: Any) -> str:
     import orjson
 
@@ -202,10 +209,16 @@ def _await(awaitable: Any, chaos: Chaos) -> Any:
     """Run an async agent to its end, cancelled at the run's deadline (in a thread of its own when this
     thread already runs an event loop)."""
 
+    async def contained() -> Any:
+        try:
+            return await awaitable
+        except SystemExit as exc:  # out of a task, it would stop the event loop half closed: carried out instead
+            return _Exited(exc)
+
     async def bounded() -> Any:
         remaining = None if chaos.deadline is None else max(0.0, chaos.deadline - time.monotonic())
         try:
-            return await asyncio.wait_for(awaitable, remaining)
+            return await asyncio.wait_for(contained(), remaining)
         except asyncio.TimeoutError:
             with chaos._lock:
                 raise chaos._stop("max_seconds") from None
@@ -213,7 +226,7 @@ def _await(awaitable: Any, chaos: Chaos) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(bounded())
+        return _exited(asyncio.run(bounded()))
     box: dict[str, Any] = {}
 
     def in_thread() -> None:
@@ -227,7 +240,21 @@ def _await(awaitable: Any, chaos: Chaos) -> Any:
     worker.join()
     if "error" in box:
         raise box["error"]
-    return box.get("value")
+    return _exited(box.get("value"))
+
+
+class _Exited:
+    """An async agent's ``sys.exit()``, returned out of the event loop, to be raised outside it."""
+
+    def __init__(self, exc: SystemExit) -> None:
+        self.exc = exc
+
+
+def _exited(value: Any) -> Any:
+    """``value``, or the ``SystemExit`` it carries raised."""
+    if isinstance(value, _Exited):
+        raise value.exc
+    return value
 
 
 def make_guard(guard: GuardSpec) -> Guard | None:
@@ -289,8 +316,9 @@ def run(
         if inspect.isawaitable(result):
             result = _await(result, chaos)
     except BaseException as exc:
-        if not isinstance(exc, Exception) and not _has_ceiling(exc):
-            raise  # KeyboardInterrupt, SystemExit, a test framework's own outcome
+        # an agent's sys.exit() is this run's error, not the end of a matrix (or of the test session)
+        if not isinstance(exc, (Exception, SystemExit)) and not _has_ceiling(exc):
+            raise  # KeyboardInterrupt, a test framework's own outcome
         error = exc
     finally:
         if watch is not None:
@@ -365,7 +393,7 @@ def _report(
         max_seconds=chaos.max_seconds,
         tokens=state.tokens if state is not None and state.tokens else None,
         cost=state.cost if state is not None and state.cost else None,
-        error=None if error is None or outcome != "error" else one_line(f"{type(error).__name__}: {error}", 500),
+        error=None if error is None or outcome != "error" else one_line(_error_text(error), 500),
         log=list(chaos.log)[log_start:],
         result=result,
     )

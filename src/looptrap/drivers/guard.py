@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from looptrap.core.state import Entry, Flag, SessionState
@@ -35,6 +36,7 @@ StoreErrorPolicy = Literal["open", "closed"]
 _TURN_MEMORY = 256  # tool names and signals kept for the per-turn log record
 _PENDING = 8192  # checked calls awaiting their result (parallel and async calls in flight)
 _STORE_WARN_EVERY = 60.0  # seconds between two warnings about an unreachable store
+_TRIED = 20  # items of report_blocked's ``tried`` taken: all that Engine.report_blocked keeps
 
 
 class _Failed:
@@ -225,7 +227,7 @@ class _GuardBase:
         """``report_blocked`` failed inside looptrap: log it, and halt anyway if the report can be read."""
         verdict = self._internal_error("report_blocked")
         try:
-            return self._engine.report_blocked(SessionState(), [str(t) for t in tried], str(needed))
+            return self._engine.report_blocked(SessionState(), [str(t) for t in islice(tried, _TRIED)], str(needed))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return verdict
 
@@ -470,9 +472,11 @@ class Guard(_GuardBase):
         """The model's own words as they stream (any chunk size) or a whole message: the ``repeated_text``
         detector watches them. ``end_turn(text=...)`` feeds a turn's text too; don't pass the same text both
         ways."""
-        if not self.config.enabled or not text:
+        if not self.config.enabled:
             return ALLOW
         try:
+            if not text:  # inside the try: a hostile __bool__ is an internal error, not the agent's
+                return ALLOW
             return self._text_read(self._apply(self._text_change(text)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("feed_text")
@@ -499,9 +503,10 @@ class Guard(_GuardBase):
 
     # -- the honest way out -------------------------------------------------------------------------
     def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
-        """Record that the model cannot go on and halt cleanly (reason ``reported_blocked``)."""
+        """Record that the model cannot go on and halt cleanly (reason ``reported_blocked``). Only the first
+        20 items of ``tried`` are read (all that is kept), so any iterable will do, an endless one too."""
         try:
-            tried = list(tried)
+            tried = list(islice(tried, _TRIED))  # an endless iterable is not exhausted
             return self._reported(self._apply(self._report_change(tried, needed)), tried, needed)
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._report_failed(tried, needed)
@@ -644,9 +649,11 @@ class AsyncGuard(_GuardBase):
 
     async def feed_text(self, text: str) -> Verdict:
         """See :meth:`Guard.feed_text`."""
-        if not self.config.enabled or not text:
+        if not self.config.enabled:
             return ALLOW
         try:
+            if not text:
+                return ALLOW
             return self._text_read(await self._apply(self._text_change(text)))
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._internal_error("feed_text")
@@ -671,7 +678,7 @@ class AsyncGuard(_GuardBase):
     async def report_blocked(self, tried: Iterable[str], needed: str) -> Verdict:
         """See :meth:`Guard.report_blocked`."""
         try:
-            tried = list(tried)
+            tried = list(islice(tried, _TRIED))  # an endless iterable is not exhausted
             return self._reported(await self._apply(self._report_change(tried, needed)), tried, needed)
         except Exception:  # noqa: BLE001 - the guard must never take the agent down
             return self._report_failed(tried, needed)

@@ -11,7 +11,9 @@ Rules (documented in docs/signatures.md):
   (``model_dump``); numpy arrays (dtype, shape and a digest of their bytes) and scalars; other objects by
   their ``__dict__``. Self-references become a ``{"$cycle": depth}`` marker;
 * a value with no faithful canonical form (an object without a ``__dict__`` such as a generator, a
-  function, a value nested deeper than 48 levels, a value whose conversion fails) is *not comparable*: it
+  function, a value nested deeper than 48 levels, a value too big to walk (more than ``MAX_WORK`` items
+  visited in all, shared references counted at every place they occur: a few shared lists nest into
+  billions of items), a value whose conversion fails) is *not comparable*: it
   becomes an ``{"$opaque": nonce}`` marker that is new every time, so it is never equal to anything (never
   a repeat, never stale). Unknown never means equal;
 * strings longer than ``HUGE`` characters are replaced by their own digest, so payloads are never kept.
@@ -36,7 +38,7 @@ from typing import Any
 import orjson
 import xxhash
 
-__all__ = ["HUGE", "OPAQUE_MARK", "Canonicaliser", "comparable", "digest_bytes", "digest_text"]
+__all__ = ["HUGE", "MAX_WORK", "OPAQUE_MARK", "Canonicaliser", "comparable", "digest_bytes", "digest_text"]
 
 #: Strings longer than this are represented by their digest inside a canonical form.
 HUGE = 4096
@@ -44,6 +46,8 @@ _TEXT_CACHED = 64  # strings up to this length have their text() remembered, up 
 _TEXT_CACHE = 4096
 
 _MAX_DEPTH = 48
+#: Items (of lists, mappings, sets and fields) one canonical form visits at most; past it, not comparable.
+MAX_WORK = 250_000
 #: The marker of a value that is not comparable (found in canonical bytes with ``in``).
 OPAQUE_MARK = b'{"$opaque":"'
 _WS = re.compile(r"\s+")
@@ -74,6 +78,10 @@ def comparable(data: bytes) -> bool:
     # the marker's "$" looked for first, as an int (one memchr): ``bytes in bytes`` raises and clears a
     # TypeError before it searches
     return _DOLLAR not in data or OPAQUE_MARK not in data
+
+
+class _TooMuchWork(Exception):
+    """The value's walk went past ``MAX_WORK`` items (see ``Canonicaliser.encode``)."""
 
 
 def _huge(s: str) -> dict[str, Any]:
@@ -118,8 +126,8 @@ class Canonicaliser:
                 fast = self._flat(value)
                 if fast is not None:
                     return orjson.dumps(fast, option=_SORT)
-            return orjson.dumps(self.canon(value, 0, ()), option=_SORT)
-        except Exception:  # noqa: BLE001 - a failure on user data: the value is not comparable
+            return orjson.dumps(self.canon(value, 0, (), [MAX_WORK]), option=_SORT)
+        except Exception:  # noqa: BLE001 - a failure on user data, or too much work: the value is not comparable
             return orjson.dumps(_opaque())
 
     def _flat(self, d: dict[Any, Any]) -> dict[str, Any] | None:
@@ -177,8 +185,9 @@ class Canonicaliser:
             cache[s] = hit
         return hit
 
-    def canon(self, v: Any, depth: int, path: tuple[int, ...]) -> Any:
-        """Canonical plain-JSON value of ``v`` (``path`` holds ids of enclosing containers)."""
+    def canon(self, v: Any, depth: int, path: tuple[int, ...], left: list[int]) -> Any:
+        """Canonical plain-JSON value of ``v`` (``path`` holds ids of enclosing containers; ``left[0]``, the
+        items this walk may still visit: raises ``_TooMuchWork`` past them)."""
         t = type(v)
         if t is str:
             return self._str(v)
@@ -191,22 +200,30 @@ class Canonicaliser:
         if depth >= _MAX_DEPTH:
             return _opaque()
         if t is dict:
+            left[0] -= len(v)  # counted once, whichever way the dict is written
+            if left[0] < 0:
+                raise _TooMuchWork
             fast = self._flat(v)
             if fast is not None:
                 return fast
         if t is list or t is tuple:
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
+            left[0] -= len(v)
+            if left[0] < 0:
+                raise _TooMuchWork
             sub = (*path, id(v))
-            return [self.canon(item, depth + 1, sub) for item in v]
+            return [self.canon(item, depth + 1, sub, left) for item in v]
         if t is dict or isinstance(v, Mapping):  # after the exact types: an ABC's check costs a Python call
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
+            if t is not dict:
+                _spend(left, len(v))
             sub = (*path, id(v))
             out: dict[str, Any] = {}
             known = self._drop_cache
             for k, item in v.items():
-                key = k if type(k) is str else _key(self.canon(k, depth + 1, sub))
+                key = k if type(k) is str else _key(self.canon(k, depth + 1, sub, left))
                 if not key.isascii():
                     key = unicodedata.normalize("NFC", key)
                     if _has_surrogates(key):
@@ -215,9 +232,9 @@ class Canonicaliser:
                 if drop is None:
                     drop = self.dropped(key)
                 if not drop:
-                    out[key] = self.canon(item, depth + 1, sub)
+                    out[key] = self.canon(item, depth + 1, sub, left)
             return out
-        return self._other(v, t, depth, path)
+        return self._other(v, t, depth, path, left)
 
     def _str(self, s: str) -> Any:
         if not s.isascii():
@@ -228,13 +245,13 @@ class Canonicaliser:
             return _huge(s)
         return self._texted(s) if self._text is not None else s
 
-    def _other(self, v: Any, t: type, depth: int, path: tuple[int, ...]) -> Any:
+    def _other(self, v: Any, t: type, depth: int, path: tuple[int, ...], left: list[int]) -> Any:
         if isinstance(v, bool):
             return bool(v)
         if isinstance(v, enum.Enum):
-            return self.canon(v.value, depth + 1, path)
+            return self.canon(v.value, depth + 1, path, left)
         if isinstance(v, int):
-            return self.canon(int(v), depth, path)
+            return self.canon(int(v), depth, path, left)
         if isinstance(v, float):
             return _float(float(v))
         if isinstance(v, str):
@@ -248,11 +265,12 @@ class Canonicaliser:
         if isinstance(v, (set, frozenset)):
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
+            _spend(left, len(v))
             sub = (*path, id(v))
-            items = [self.canon(i, depth + 1, sub) for i in v]
+            items = [self.canon(i, depth + 1, sub, left) for i in v]
             return {"$set": sorted(items, key=lambda i: orjson.dumps(i, option=_SORT))}
         if isinstance(v, (list, tuple)):
-            return self.canon(list(v), depth, path)
+            return self.canon(list(v), depth, path, left)
         if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
             return {"$dt": v.isoformat()}
         if isinstance(v, _dt.timedelta):
@@ -264,23 +282,25 @@ class Canonicaliser:
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
             sub = (*path, id(v))
-            fields = {f.name: self.canon(getattr(v, f.name), depth + 1, sub) for f in dataclasses.fields(v)}
+            found = dataclasses.fields(v)
+            _spend(left, len(found))
+            fields = {f.name: self.canon(getattr(v, f.name), depth + 1, sub, left) for f in found}
             return {"$type": _type_name(v), "fields": fields}
         dump = getattr(v, "model_dump", None)  # pydantic v2, without importing pydantic
         if callable(dump) and not isinstance(v, type):
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
-            return {"$type": _type_name(v), "fields": self.canon(dump(), depth + 1, (*path, id(v)))}
+            return {"$type": _type_name(v), "fields": self.canon(dump(), depth + 1, (*path, id(v)), left)}
         numpy = sys.modules.get("numpy")  # not imported: no array can exist
         if numpy is not None:
             if isinstance(v, numpy.ndarray):
                 if v.dtype.hasobject:  # the bytes are pointers: compare the items
-                    items = self.canon(v.tolist(), depth + 1, path)
+                    items = self.canon(v.tolist(), depth + 1, path, left)
                     return {"$ndarray": v.dtype.str, "shape": list(v.shape), "items": items}
                 raw = numpy.ascontiguousarray(v).tobytes()
                 return {"$ndarray": v.dtype.str, "shape": list(v.shape), "$bytes": format(digest_bytes(raw), "016x")}
             if isinstance(v, numpy.generic):
-                return self.canon(v.item(), depth + 1, path)
+                return self.canon(v.item(), depth + 1, path, left)
         if isinstance(v, BaseException):
             return {"$exception": _type_name(v), "text": self._str(str(v))}
         if isinstance(v, type):
@@ -289,8 +309,15 @@ class Canonicaliser:
         if type(attrs) is dict and attrs and not callable(v):
             if id(v) in path:
                 return {"$cycle": len(path) - path.index(id(v))}
-            return {"$type": _type_name(v), "fields": self.canon(attrs, depth + 1, (*path, id(v)))}
+            return {"$type": _type_name(v), "fields": self.canon(attrs, depth + 1, (*path, id(v)), left)}
         return _opaque()  # a generator, a function, an object whose state is not in its __dict__
+
+
+def _spend(left: list[int], items: int) -> None:
+    """Count ``items`` more visited by a walk (see ``MAX_WORK``)."""
+    left[0] -= items
+    if left[0] < 0:
+        raise _TooMuchWork
 
 
 def _has_surrogates(s: str) -> bool:
