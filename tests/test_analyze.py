@@ -249,7 +249,7 @@ def test_the_installed_command_exits_3_on_a_loop(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 3, proc.stderr
-    assert "2 session(s), 7 tool call(s)" in proc.stdout
+    assert "2 sessions, 7 tool calls" in proc.stdout
 
 
 def _on_a_terminal(args: list[str], stdin: Path) -> tuple[int, bytes, bytes]:
@@ -354,7 +354,7 @@ def test_outputs_json_csv_html_and_the_terminal(tmp_path: Path) -> None:
     assert "http://" not in page
     assert "https://" not in page
     text = looptrap("analyze", str(path))
-    assert "2 session(s), 7 tool call(s)" in text.stdout
+    assert "2 sessions, 7 tool calls" in text.stdout
     assert "repeat #4->#6 (search)" in text.stdout
     assert "the order id" in text.stdout
     csv_out = looptrap("analyze", str(path), "--csv", "-")

@@ -1,15 +1,30 @@
 """The terminal summary (rich): the fleet in numbers, the worst sessions, the top repeated calls, the tools
-that trap agents, and what the model said it needed. Everything shown from a log is made printable first."""
+that trap agents, and what the model said it needed. Everything shown from a log is made printable first.
+
+Every line fits the width: summary lines are wrapped at word boundaries, and a table keeps each row on one
+line by cutting its text columns (the middle of an id or a call, the end of other text) and, when even that
+is not enough, by leaving columns out in a fixed order, named under the table with what each column means.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from looptrap.analysis.analyze.run import Report
 from looptrap.analysis.analyze.session import SessionAnalysis
+from looptrap.core.figures import count, duration, money, share
 from looptrap.core.printable import one_line
 
-__all__ = ["render_text", "worst"]
+__all__ = ["MIN_WIDTH", "render_text", "report_width", "worst"]
+
+#: The narrowest the report is laid out for; a narrower width is taken as this.
+MIN_WIDTH = 20
+_GAP = 2  # spaces between two columns
+_NEEDED_LINES = 4  # the most lines one of the texts of what the model said it needed takes
 
 
 def worst(report: Report, n: int = 15) -> list[SessionAnalysis]:
@@ -23,146 +38,568 @@ def worst(report: Report, n: int = 15) -> list[SessionAnalysis]:
     return sorted(report.sessions, key=key)[:n]
 
 
-def _money(v: float | None) -> str:
-    return "-" if v is None else f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
+def report_width(out: IO[str], width: int | None = None) -> int:
+    """The width to lay the report out for: ``width``, else ``$COLUMNS``, else the terminal's when ``out``
+    is one, else 80; never under :data:`MIN_WIDTH`."""
+    if width is None:
+        columns = os.environ.get("COLUMNS", "").strip()
+        if columns.isdigit() and int(columns) > 0:
+            width = int(columns)
+        elif _isatty(out):
+            try:
+                width = os.get_terminal_size(out.fileno()).columns or 80
+            except (OSError, ValueError, AttributeError):
+                width = 80
+        else:
+            width = 80
+    return max(width, MIN_WIDTH)
 
 
-_ESTIMATED = " (in part estimated from tokens)"
+def _isatty(out: IO[str]) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# -- text measured in terminal cells ---------------------------------------------------------------------
+
+
+def _cells(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _head(text: str, width: int) -> str:
+    """The longest start of ``text`` at most ``width`` cells wide."""
+    from rich.cells import get_character_cell_size
+
+    used = 0
+    for i, ch in enumerate(text):
+        used += get_character_cell_size(ch)
+        if used > width:
+            text = text[:i]
+            break
+    while text and _cells(text) > width:  # a sequence rich measures as wider than its characters
+        text = text[:-1]
+    return text
+
+
+def _tail(text: str, width: int) -> str:
+    """The longest end of ``text`` at most ``width`` cells wide, not starting with a combining mark (it
+    would land on the ellipsis)."""
+    return _head(text[::-1], width)[::-1].lstrip(_ZERO_WIDTH_START)
+
+
+_ZERO_WIDTH_START = "".join(chr(c) for c in range(0x300, 0x370))  # the combining diacritical marks
+
+
+@dataclass(slots=True)
+class _Marks:
+    """The characters the report draws with: Unicode, or ASCII for an output that cannot encode it."""
+
+    ellipsis: str = "…"
+    rule: str = "─"
+
+    @classmethod
+    def for_output(cls, out: IO[str]) -> _Marks:
+        try:
+            "…─".encode(getattr(out, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            return cls("...", "-")
+        return cls()
+
+
+def _cut_end(text: str, width: int, m: _Marks) -> str:
+    if _cells(text) <= width:
+        return text
+    if width <= _cells(m.ellipsis):
+        return _head(text, width)
+    return _head(text, width - _cells(m.ellipsis)) + m.ellipsis
+
+
+def _cut_middle(text: str, width: int, m: _Marks) -> str:
+    """Both ends kept: an id's or a path's distinctive part is often at the end, its kind at the start."""
+    if _cells(text) <= width:
+        return text
+    room = width - _cells(m.ellipsis)
+    if room < 4:
+        return _cut_end(text, width, m)
+    head = _head(text, room // 2)
+    return head + m.ellipsis + _tail(text, room - _cells(head))
+
+
+def _cut_loop(text: str, width: int, m: _Marks) -> str:
+    """A loop's kind and call numbers kept whole; its tool, in brackets at the end, cut first."""
+    if _cells(text) <= width or not text.endswith(")") or " (" not in text:
+        return _cut_end(text, width, m)
+    base, _, tool = text[:-1].rpartition(" (")
+    room = width - _cells(base) - 3
+    if room < 1 + _cells(m.ellipsis):
+        return _cut_end(base, width, m)
+    return f"{base} ({_cut_middle(tool, room, m)})"
+
+
+def _cut_call(text: str, width: int, m: _Marks) -> str:
+    """A call (``tool arguments``): the tool kept whole where it can be, then its arguments cut."""
+    tool, sep, args = text.partition(" ")
+    room = width - _cells(tool) - 1
+    if not sep or room < 8:
+        return _cut_middle(text, width, m)
+    return f"{tool} {_cut_arguments(args, room, m)}"
+
+
+def _cut_arguments(text: str, width: int, m: _Marks) -> str:
+    """Arguments written as a JSON object: as many of its keys as leave enough of the first value (a
+    command, a path, a query: what tells calls apart), then ``…``, each value cut to the same most cells (a
+    path keeps more of its end, other text its start); at least the first key. Other arguments are cut in
+    the middle."""
+    if _cells(text) <= width:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not value:
+        return _cut_middle(text, width, m)
+    items = [(json.dumps(str(k), ensure_ascii=False), v) for k, v in list(value.items())[:16]]
+    longest = max(_cells(_compact(v)) for _, v in items)
+    first = _cells(_compact(items[0][1]))
+    for keep in range(len(items), 0, -1):
+        more = "" if keep == len(value) else "," + m.ellipsis
+
+        def written(cap: int, keep: int = keep, more: str = more) -> str:
+            # printable again: a value's JSON escapes (a bidirectional override) are characters once parsed
+            body = ",".join(f"{k}:{_cut_value(v, cap, m)}" for k, v in items[:keep])
+            return one_line("{" + body + more + "}", 4 * len(text) + 8)
+
+        low, high, best = 6, longest, None
+        while low <= high:  # the largest cap at which the object fits
+            mid = (low + high) // 2
+            if _cells(written(mid)) <= width:
+                best, low = mid, mid + 1
+            else:
+                high = mid - 1
+        if best is not None and (best >= min(first, max(8, width // (keep + 2))) or keep == 1):
+            return written(best)
+    return _cut_middle(text, width, m)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _cut_value(value: Any, cap: int, m: _Marks) -> str:
+    text = _compact(value)
+    if _cells(text) <= cap:
+        return text
+    if not isinstance(value, str):
+        return _cut_end(text, cap, m)
+    inner, room = text[1:-1], cap - 2
+    if "/" in value and not any(c.isspace() for c in value):  # a path or a URL: its end tells it apart
+        head = _head(inner, (room - _cells(m.ellipsis)) // 4)
+        return f'"{head}{m.ellipsis}{_tail(inner, room - _cells(m.ellipsis) - _cells(head))}"'
+    return f'"{_cut_end(inner, room, m)}"'
+
+
+def _wrap(text: str, width: int, indent: int = 2) -> list[str]:
+    """``text`` in lines of at most ``width`` cells, broken at spaces (a word longer than a line fills the
+    line it starts on and is broken where it must); lines after the first are indented by ``indent`` more
+    than the first."""
+    lines: list[str] = []
+    line = first = " " * min(len(text) - len(text.lstrip(" ")), width // 4)
+    pad = first + " " * min(indent, width // 4)
+    for word in text.split():
+        gap = " " if line.strip() else ""
+        if _cells(line) + len(gap) + _cells(word) <= width:
+            line += gap + word
+            continue
+        if line.strip() and _cells(pad) + _cells(word) <= width:
+            lines.append(line)
+            line = pad + word
+            continue
+        line += gap + word
+        while _cells(line) > width:
+            part = _head(line, width)
+            part = part if len(part) > len(pad) else line[: len(pad) + 1]  # a character a line at least
+            lines.append(part)
+            line = pad + line[len(part) :]
+    if line.strip():
+        lines.append(line)
+    return lines
+
+
+# -- tables ----------------------------------------------------------------------------------------------
+
+_Cut = Callable[[str, int, _Marks], str]
+
+
+@dataclass(slots=True)
+class _Column:
+    """A column: its short name and what it means (the legend), its cells, and how it gives way to a narrow
+    terminal: ``cut`` (``None``: never cut, a number) down to ``least`` cells, ``comfort`` the width below
+    which columns are left out rather than this one cut further, ``drop`` the order in which it is left out
+    (1 first; 0 never), ``last_resort`` when it is left out only if the table does not fit even at the
+    least widths."""
+
+    name: str
+    legend: str
+    cut: _Cut | None = None
+    least: int = 0
+    comfort: int = 0
+    drop: int = 0
+    last_resort: bool = False
+    right: bool = True
+    cells: list[str] = field(default_factory=list)
+
+    @property
+    def natural(self) -> int:
+        return max([_cells(self.name), *(_cells(c) for c in self.cells)])
+
+    def floor(self, comfortable: bool) -> int:
+        if self.cut is None:
+            return self.natural
+        return min(self.natural, self.comfort if comfortable else self.least)
+
+
+def _layout(columns: list[_Column], width: int) -> tuple[list[_Column], list[int]]:
+    """The columns shown and their widths: columns are left out (in their ``drop`` order) until the others
+    fit at a comfortable width; the cut columns then share what is left, each up to its natural width."""
+    shown = list(columns)
+
+    def need(comfortable: bool) -> int:
+        return sum(c.floor(comfortable) for c in shown) + _GAP * (len(shown) - 1)
+
+    while need(True) > width and any(c.drop for c in shown):
+        victim = min((c for c in shown if c.drop), key=lambda c: c.drop)
+        if victim.last_resort and need(False) <= width:
+            break
+        shown.remove(victim)
+    comfortable = need(True) <= width
+    widths = [c.floor(comfortable) for c in shown]
+    spare = width - sum(widths) - _GAP * (len(shown) - 1)
+    growing = [i for i, c in enumerate(shown) if c.cut is not None]
+    while spare > 0:  # one cell at a time to each cut column still short of its natural width
+        short = [i for i in growing if widths[i] < shown[i].natural]
+        if not short:
+            break
+        for i in short[:spare]:
+            widths[i] += 1
+        spare -= min(len(short), spare)
+    while spare < 0:  # even the least widths are too wide: the widest cut column gives way
+        widest = max(growing, key=lambda j: widths[j], default=None)
+        if widest is None or widths[widest] <= 1:
+            break
+        widths[widest] -= 1
+        spare += 1
+    return shown, widths
+
+
+def _table(
+    console: Any,
+    title: str,
+    columns: list[_Column],
+    width: int,
+    m: _Marks,
+) -> None:
+    """Print a table (the title, the header, a rule, one line per row) and its legend."""
+    shown, widths = _layout(columns, width)
+    rows = len(columns[0].cells)
+
+    def line(cells: list[str]) -> str:
+        parts = []
+        for c, w, text in zip(shown, widths, cells, strict=True):
+            text = text if c.cut is None else c.cut(text, w, m)
+            pad = " " * max(w - _cells(text), 0)
+            parts.append(pad + text if c.right else text + pad)
+        return (" " * _GAP).join(parts).rstrip()
+
+    cut = False
+    body = []
+    for r in range(rows):
+        row = [c.cells[r] for c in shown]
+        text = line(row)
+        cut = cut or any(c.cut is not None and _cells(v) > w for c, w, v in zip(shown, widths, row, strict=True))
+        body.append(text)
+    _say(console, title, width, "bold")
+    _say(console, line([c.name for c in shown]), width, "bold", wrap=False)
+    _say(console, (" " * _GAP).join(m.rule * w for w in widths), width, wrap=False)
+    for text in body:
+        _say(console, text, width, wrap=False)
+    legend = "; ".join(c.legend for c in shown if c.legend)
+    left_out = [c.name for c in columns if c not in shown]
+    if left_out:
+        legend += f"; left out to fit {width} columns: " + ", ".join(left_out)
+    if cut:
+        legend += f"; {m.ellipsis} marks text cut to fit"
+    _say(console, legend, width, "dim")
+
+
+def _say(console: Any, text: str, width: int, style: str = "", *, wrap: bool = True) -> None:
+    _lines(console, _wrap(text, width) if wrap else [text], style)
+
+
+def _lines(console: Any, lines: list[str], style: str = "") -> None:
+    from rich.text import Text
+
+    for line in lines:
+        # Every line is made to fit already; were one still wider, rich cuts it rather than wrap it.
+        console.print(Text(line, style=style), no_wrap=True, overflow="ellipsis", crop=True)
+
+
+# -- the report ------------------------------------------------------------------------------------------
+
+
+def _shown(value: Any) -> str:
+    """Text from a log, made printable, on one line (long enough to be cut to the width later)."""
+    return one_line(str(value), 1000)
+
+
+def _interval(seconds: float) -> str:
+    # duration() has one decimal under 10 s: a machine-speed median (3 ms) would read as no time at all
+    return "<0.1 s" if 0 < seconds < 0.05 else duration(seconds)
+
+
+def _loop_cell(loop: dict[str, Any] | None) -> str:
+    if not loop:
+        return "-"
+    if loop.get("first_intervention_call") is None:  # found by the calls' rhythm: no verdict to point at
+        text = f"{loop['kind']} #{loop['onset_call']}-#{loop['end_call']} rhythm"
+    else:
+        text = f"{loop['kind']} #{loop['onset_call']}->#{loop['first_intervention_call']}"
+    return text + (f" ({_shown(loop['tool'])})" if loop["tool"] else "")
+
+
+def _sessions_table(report: Report) -> tuple[str, list[_Column]]:
+    rows = worst(report)
+    total = len(report.sessions)
+    title = "sessions to look at first"
+    if len(rows) < total:
+        title += f" ({len(rows)} of {count(total)})"
+    verdicts = report.detectors and not all(a.partial for a in rows)
+    title += (
+        ": loops by the calls spent in them, then outliers, then the longest stale runs"
+        if verdicts
+        else ": outliers, then by calls"
+    )
+    cols = [
+        _Column("session", "", _cut_middle, least=10, comfort=20, right=False),
+        _Column("calls", "calls: tool calls"),
+        _Column("distinct", "distinct: distinct calls (tool and arguments)", drop=3),
+        _Column("x", "x: calls per distinct call", drop=6),
+    ]
+    if verdicts:
+        cols += [
+            _Column(
+                "stale",
+                "stale: the longest run of calls that repeated an earlier call and got the same result back",
+                drop=4,
+            ),
+            _Column(
+                "loop",
+                "loop: its kind, #onset->#first intervention (the call where the guard would have stepped in) and "
+                "the tool, or #onset-#end rhythm (found by the calls' rhythm in a log without results); -: none",
+                _cut_loop,
+                least=12,
+                comfort=24,
+                drop=7,
+                last_resort=True,
+                right=False,
+            ),
+            _Column("spent", "spent: calls / cost from the loop's onset to its end", drop=5),
+        ]
+    cols.append(
+        _Column("interval", "interval: the median time between calls (band: a tight band at machine speed)", drop=2)
+    )
+    marks = [
+        ", ".join(
+            mark
+            for mark, on in (
+                ("outlier", a.outlier),
+                ("converged", a.converged),
+                (count(a.bursts, "burst"), a.bursts),
+            )
+            if on
+        )
+        for a in rows
+    ]
+    if any(marks):
+        cols.append(
+            _Column(
+                "marks",
+                "marks: outlier (far more calls than the fleet's sessions), converged (no new call in its second "
+                "half), bursts (runs of identical calls closer than --burst-ms)",
+                _cut_end,
+                least=7,
+                comfort=12,
+                drop=1,
+                right=False,
+                cells=marks,
+            )
+        )
+    by = {c.name: c for c in cols}
+    for a in rows:
+        by["session"].cells.append(_shown(a.session))
+        by["calls"].cells.append(count(a.tool_calls))
+        by["distinct"].cells.append(count(a.distinct_calls))
+        by["x"].cells.append(f"{a.dedup_ratio:,.1f}")
+        if verdicts:
+            by["stale"].cells.append("-" if a.partial else count(a.longest_stale))
+            by["loop"].cells.append(_loop_cell(a.loop))
+            lp = a.loop
+            by["spent"].cells.append(
+                f"{count(lp['calls_after_onset'])} / {money(lp['cost_after_onset'])}" if lp else "-"
+            )
+        iv = a.intervals
+        by["interval"].cells.append(
+            "-" if not iv else _interval(iv["median_s"]) + (" band" if iv["machine_band"] else "")
+        )
+    return title, cols
+
+
+def _signatures_table(report: Report) -> tuple[str, list[_Column]]:
+    top = report.fleet["top_signatures"][:10]
+    cols = [
+        _Column("calls", "calls: times it was made"),
+        _Column("sessions", "sessions: sessions that made it", drop=2),
+        _Column("max", "max: the most made in one session", drop=1),
+        _Column("call", "call: the tool and its arguments as written", _cut_call, least=12, comfort=40, right=False),
+    ]
+    for row in top:
+        cols[0].cells.append(count(row["calls"]))
+        cols[1].cells.append(count(row["sessions"]))
+        cols[2].cells.append(count(row["max_in_session"]))
+        cols[3].cells.append(_shown(f"{row['tool']} {row['args']}"))
+    return "most repeated calls (sort | uniq -c)", cols
+
+
+def _tools_table(report: Report) -> tuple[str, list[_Column]]:
+    cols = [
+        _Column("tool", "", _cut_middle, least=8, comfort=16, right=False),
+        _Column("calls", "calls: its calls"),
+        _Column("sessions", "sessions: sessions that called it", drop=1),
+    ]
+    if report.detectors:
+        cols.append(_Column("loop rate", "loop rate: the share of those sessions whose loop was on this tool", drop=4))
+    cols += [
+        _Column("empty", "empty: the share of its results that were empty", drop=3),
+        _Column("errors", "errors: the share of its results that were errors", drop=2),
+    ]
+    by = {c.name: c for c in cols}
+    for row in report.fleet["tools"][:10]:
+        by["tool"].cells.append(_shown(row["tool"]))
+        by["calls"].cells.append(count(row["calls"]))
+        by["sessions"].cells.append(count(row["sessions"]))
+        if report.detectors:
+            by["loop rate"].cells.append(
+                "-" if row["signal_rate"] is None else share(row["loop_sessions"], row["sessions"])
+            )
+        by["empty"].cells.append(share(row["empty"], row["results"]))
+        by["errors"].cells.append(share(row["errors"], row["results"]))
+    title = "tools: those agents looped on first, then by calls"
+    return title if report.detectors else "tools, by calls", cols
+
+
+def _summary(report: Report) -> list[tuple[str, str]]:
+    """The fleet in a few sentences, each with its style."""
+    f = report.fleet
+    n = f["sessions"]
+    out = [
+        (
+            f"{count(n, 'session')}, {count(f['tool_calls'], 'tool call')}, {count(f['events'], 'event')} "
+            f"from {count(len(report.inputs), 'input')}",
+            "bold",
+        )
+    ]
+    if report.detectors and f["loops"] is not None:
+        lp = f["loops"]
+        text = f"loops: {count(lp['sessions'])} of {count(n, 'session')} ({share(lp['sessions'], n)}) had a loop"
+        if lp["sessions"]:
+            text += (
+                f"; the guard would have halted {count(lp['halted'])} of them. "
+                f"{count(lp['calls_after_onset'], 'call')} and {money(lp['cost_after_onset'])} were spent inside "
+                f"the loops (from each onset to its end); the guard would have saved "
+                f"{count(lp['calls_saved'], 'call')} and {money(lp['cost_saved'])}"
+            )
+        out.append((text, "bold red" if lp["sessions"] else "green"))
+    else:
+        out.append(("statistics only (--no-detectors): no verdicts", ""))
+    cps = f["calls_per_session"]
+    above = cps["outlier_above"]
+    outliers = count(cps["outliers"], "outlier")
+    out.append(
+        (
+            f"calls per session: median {count(cps['median'])}, p90 {count(cps['p90'])}, max {count(cps['max'])}; "
+            + (f"{outliers} (sessions with more than {count(above, 'call')})" if above is not None else outliers),
+            "",
+        )
+    )
+    estimated = " (in part estimated from tokens)" if f.get("cost_estimated") else ""
+    out.append((f"cost: {money(f['cost_usd'])}{estimated}; {count(f['tokens'], 'token')}", ""))
+    b = f["bursts"]
+    if b["count"] or f["machine_band_sessions"]:
+        out.append(
+            (
+                f"machine speed: {count(f['machine_band_sessions'], 'session')} with calls in a tight band under "
+                f"1 s; {count(b['count'], 'burst')} of identical calls ({count(b['calls'], 'call')}) in "
+                f"{count(b['sessions'], 'session')}: retries some layer made and the log holds as calls",
+                "",
+            )
+        )
+    ta = f.get("tool_attempts")
+    if ta and ta["retries"]:
+        out.append(
+            (
+                f"tool layer: {count(ta['retries'], 'retry')} behind {count(ta['calls'], 'call')} in "
+                f"{count(ta['sessions'], 'session')}, from the log's attempts: not calls in the log, so not in "
+                "the bursts",
+                "",
+            )
+        )
+    return out
 
 
 def render_text(report: Report, out: IO[str], *, color: bool | None = None, width: int | None = None) -> None:
-    """Write the summary to ``out`` (colours when ``out`` is a terminal, unless ``color`` says otherwise)."""
+    """Write the summary to ``out``, every line at most ``width`` cells (:func:`report_width` when ``None``),
+    in colour when ``out`` is a terminal, unless ``color`` says otherwise."""
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
-    tty = out.isatty() if hasattr(out, "isatty") else False
+    tty = _isatty(out)
+    width = report_width(out, width)
+    m = _Marks.for_output(out)
     console = Console(
         file=out,
         force_terminal=color if color is not None else None,
         no_color=color is False or (color is None and not tty),
-        width=width or (None if tty else 120),
+        width=width,
         highlight=False,
         emoji=False,
         markup=False,
     )
     f = report.fleet
-    cps = f["calls_per_session"]
-
-    def t(value: Any, limit: int = 60) -> Text:
-        return Text(one_line(str(value), limit))
-
-    head = (
-        f"{f['sessions']:,} session(s), {f['tool_calls']:,} tool call(s), {f['events']:,} event(s) "
-        f"from {len(report.inputs)} input(s)"
-    )
-    console.print(Text(head, style="bold"))
-    if report.detectors and f["loops"] is not None:
-        lp = f["loops"]
-        share = f" ({lp['sessions'] / f['sessions']:.0%})" if f["sessions"] else ""
-        console.print(
-            Text(
-                f"loops: {lp['sessions']:,} session(s){share}, {lp['halted']:,} halted; "
-                f"{lp['calls_after_onset']:,} call(s) and {_money(lp['cost_after_onset'])} spent after a loop's onset; "
-                f"the guard would have saved {lp['calls_saved']:,} call(s) and {_money(lp['cost_saved'])}",
-                style="bold red" if lp["sessions"] else "green",
-            )
-        )
-    else:
-        console.print(Text("statistics only (--no-detectors): no verdicts"))
-    console.print(
-        Text(
-            f"calls per session: median {cps['median']:,.0f}, p90 {cps['p90']:,.0f}, max {cps['max']:,}; "
-            f"{cps['outliers']} outlier(s)"
-            + (f" (above {cps['outlier_above']:,.0f} calls)" if cps["outlier_above"] is not None else "")
-            + f"; total cost {_money(f['cost_usd'])}{_ESTIMATED if f.get('cost_estimated') else ''}, "
-            f"{f['tokens']:,} token(s)"
-        )
-    )
-    if f["bursts"]["count"] or f["machine_band_sessions"]:
-        console.print(
-            Text(
-                f"machine speed: {f['machine_band_sessions']} session(s) with calls in a tight band under 1 s; "
-                f"{f['bursts']['count']:,} burst(s) of identical calls ({f['bursts']['calls']:,} calls) in "
-                f"{f['bursts']['sessions']} session(s): retries some layer made and the log holds as calls"
-            )
-        )
-    ta = f.get("tool_attempts")
-    if ta and ta["retries"]:
-        console.print(
-            Text(
-                f"tool layer: {ta['retries']:,} retry(ies) behind {ta['calls']:,} call(s) in {ta['sessions']} "
-                "session(s), from the log's attempts: not calls in the log, so not in the bursts"
-            )
-        )
-    table = Table(title="sessions to look at first", title_justify="left", show_edge=False)
-    for col, just in (
-        ("session", "left"),
-        ("calls", "right"),
-        ("distinct", "right"),
-        ("x", "right"),
-        ("stale", "right"),
-        ("loop", "left"),
-        ("after onset", "right"),
-        ("interval", "right"),
-        ("", "left"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for a in worst(report):
-        loop = "-"
-        after = "-"
-        if a.loop:
-            lp = a.loop
-            if lp.get("first_intervention_call") is None:  # found by the calls' rhythm: no verdict to point at
-                loop = f"{lp['kind']} #{lp['onset_call']}-#{lp['end_call']} rhythm"
-            else:
-                loop = f"{lp['kind']} #{lp['onset_call']}->#{lp['first_intervention_call']}"
-            loop += f" ({lp['tool']})" if lp["tool"] else ""
-            after = f"{lp['calls_after_onset']:,} / {_money(lp['cost_after_onset'])}"
-        iv = a.intervals
-        interval = "-" if not iv else f"{iv['median_s']:.3g}s" + (" band" if iv["machine_band"] else "")
-        marks = " ".join(
-            m for m, on in (("outlier", a.outlier), ("converged", a.converged), (f"{a.bursts} bursts", a.bursts)) if on
-        )
-        table.add_row(
-            t(a.session, 40),
-            t(f"{a.tool_calls:,}"),
-            t(f"{a.distinct_calls:,}"),
-            t(f"{a.dedup_ratio:,.1f}"),
-            t(a.longest_stale if not a.partial else "-"),
-            t(loop, 50),
-            t(after),
-            t(interval),
-            t(marks),
-        )
-    console.print(table)
+    for text, style in _summary(report):
+        _say(console, text, width, style)
+    tables = [_sessions_table(report)]
     if f["top_signatures"]:
-        sig = Table(title="most repeated calls (sort | uniq -c)", title_justify="left", show_edge=False)
-        for col in ("calls", "sessions", "max in one", "call"):
-            sig.add_column(col, justify="left" if col == "call" else "right")
-        for row in f["top_signatures"][:10]:
-            sig.add_row(
-                t(f"{row['calls']:,}"),
-                t(f"{row['sessions']:,}"),
-                t(f"{row['max_in_session']:,}"),
-                t(f"{row['tool']} {row['args']}", 90),
-            )
-        console.print(sig)
+        tables.append(_signatures_table(report))
     if f["tools"]:
-        tools = Table(title="tools", title_justify="left", show_edge=False)
-        for col in ("tool", "calls", "sessions", "loop rate", "empty", "errors"):
-            tools.add_column(col, justify="left" if col == "tool" else "right")
-        for row in f["tools"][:10]:
-            rate = "-" if row["signal_rate"] is None else f"{row['signal_rate']:.0%}"
-            empty = "-" if row["empty_rate"] is None else f"{row['empty_rate']:.0%}"
-            errs = "-" if row["error_rate"] is None else f"{row['error_rate']:.0%}"
-            tools.add_row(
-                t(row["tool"], 40), t(f"{row['calls']:,}"), t(f"{row['sessions']:,}"), t(rate), t(empty), t(errs)
-            )
-        console.print(tools)
+        tables.append(_tools_table(report))
+    for title, cols in tables:
+        if cols[0].cells:
+            console.print()
+            _table(console, title, cols, width, m)
     if report.detectors and f["shapes"]:
-        console.print(Text("loop shapes: " + ", ".join(f"{k} {v}" for k, v in f["shapes"].items())))
+        console.print()
+        shapes = ", ".join(f"{_shown(k)} {count(v)}" for k, v in f["shapes"].items())
+        _say(console, f"loop shapes (sessions by the kind of their loop): {shapes}", width)
     if f["needed"]:
-        console.print(Text(f"what the model said it needed ({len(f['needed'])}):", style="bold"))
+        console.print()
+        _say(console, f"what the model said it needed ({count(len(f['needed']), 'text')}):", width, "bold")
         for item in f["needed"][:10]:
-            console.print(t(f"  {item['session']}: {item['text']}", 200))
+            who = _cut_middle(_shown(item["session"]), max(10, width // 3), m)
+            lines = _wrap(f"  {who}: {one_line(str(item['text']), 300)}", width)
+            if len(lines) > _NEEDED_LINES:  # --json holds every text
+                lines = lines[:_NEEDED_LINES]
+                lines[-1] = _head(lines[-1], width - _cells(m.ellipsis)) + m.ellipsis
+            _lines(console, lines)
