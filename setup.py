@@ -13,8 +13,11 @@ See docs/evaluation.md#compiled-build for what it saves.
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 #: The per-call path: the engine, what it reads of calls and results, the state, the ladder and the built-in
 #: detectors. The detectors are compiled as ordinary Python classes (``mypyc_attr(native_class=False)``) and
@@ -52,4 +55,21 @@ if os.environ.get("LOOPTRAP_COMPILE") == "1":
 
     ext_modules = mypycify(COMPILED, opt_level="3", multi_file=True)
 
-setup(ext_modules=ext_modules)
+
+
+class BuildWithDocs(build_py):
+    """The build, with the documentation inside the package (``looptrap/docs/``): ``looptrap docs`` and
+    every ``--help`` point a pip user to it."""
+
+    def run(self) -> None:
+        super().run()
+        source = Path(__file__).resolve().parent / "docs"
+        if source.is_dir():  # a source tree or an sdist (MANIFEST.in ships docs/)
+            target = Path(self.build_lib) / "looptrap" / "docs"
+            for md in source.rglob("*.md"):
+                dest = target / md.relative_to(source)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(md, dest)
+
+
+setup(ext_modules=ext_modules, cmdclass={"build_py": BuildWithDocs})

@@ -41,4 +41,4 @@ with tempfile.TemporaryDirectory() as tmp:
         [sys.executable, "-m", "looptrap.cli.main", "replay", str(path)], capture_output=True, text=True, check=True
     )
     print(cli.stdout)
-    assert "2 session(s)" in cli.stdout
+    assert "2 sessions" in cli.stdout

@@ -30,6 +30,7 @@ def _no_user_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: py
     an empty folder, and no file is named by the environment."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
     monkeypatch.delenv("LOOPTRAP_CONFIG", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)  # the commands' text is 80 columns wide off a terminal
 
 
 # Extras kept out of `all` because their pins conflict with it (pyproject.toml), by the package they install:

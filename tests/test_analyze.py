@@ -395,7 +395,7 @@ def test_malformed_lines_are_skipped_and_counted(tmp_path: Path) -> None:
         assert f"{path}:7: a tool_call needs 'tool'" in out.stderr
         assert f"{path}:8: 'ts' is not a number of seconds" in out.stderr
         assert doc["errors"][5] == f"{path}:9: 'seq' must be an integer"  # stderr lists the first 5
-        assert "skipped 6 malformed record(s)" in out.stderr
+        assert "skipped 6 malformed records" in out.stderr
         assert doc["fleet"]["tool_calls"] == 7
     strict = looptrap("analyze", str(path), "--strict")
     assert strict.returncode == 2

@@ -494,7 +494,7 @@ def test_an_agent_that_calls_sys_exit_is_reported_as_an_error_and_the_matrix_goe
     out = io.StringIO()
     m = matrix(exits, [lookup], ["empty", "error"], file=out)
     assert [r.outcome for r in m.reports.values()] == ["error", "error"]  # every cell ran
-    assert out.getvalue().splitlines()[-1] == "2 run(s) with the guard: 2 error"
+    assert out.getvalue().splitlines()[-1] == "2 runs with the guard: 2 error"
 
 
 def test_a_healthy_run_finishes_with_nothing_to_report() -> None:
@@ -556,7 +556,7 @@ def test_the_matrix_runs_every_fault_against_every_tool() -> None:
     assert m.cell("empty", "get_order") == "ceiling @30 (max_calls) -> halted @3 (reported_blocked)"
     assert m.cell("slow", "search_docs") == "finished @2 -> finished @2"
     assert out.getvalue() == m.table()
-    assert m.table().splitlines()[-1] == "4 run(s) with the guard: 2 finished, 2 halted"
+    assert m.table().splitlines()[-1] == "4 runs with the guard: 2 finished, 2 halted"
     data = json.loads(m.json())
     assert [(c["fault"], c["tool"]) for c in data["cells"]] == [
         ("empty", "get_order"),
@@ -638,7 +638,7 @@ def test_the_command_exits_1_when_every_run_ends_in_an_error(tmp_path: Path, end
     with redirect_stderr(err):
         code, out = cli(f"{agent}:agent", "--fault", "empty", "--fault", "slow")
     assert code == 1
-    assert out.splitlines()[-1] == "2 run(s) with the guard: 2 error"  # the table is printed in full
+    assert out.splitlines()[-1] == "2 runs with the guard: 2 error"  # the table is printed in full
     said = err.getvalue()
     assert said.startswith("looptrap chaos: every run ended in an error, so the matrix shows nothing")
     assert ("RuntimeError: no model key" if "raise" in ending else "SystemExit: exit code 0") in said

@@ -49,16 +49,16 @@ def test_list_show_reset(url: str) -> None:
     lines = listed.stdout.splitlines()
     assert lines[0].split() == ["session", "calls", "turns", "level", "halted", "updated"]
     assert {ln.split()[0] for ln in lines[1:3]} == {"conv-1", "conv-2"}
-    assert lines[-1] == "2 session(s)"
+    assert lines[-1] == "2 sessions"
 
     as_json = [json.loads(ln) for ln in looptrap("sessions", "list", "--json", "--store", url).stdout.splitlines()]
     assert {r["session"]: (r["calls"], r["level"]) for r in as_json} == {"conv-1": (3, 1), "conv-2": (3, 1)}
 
     shown = looptrap("sessions", "show", "conv-1", "--store", url)
     assert shown.returncode == 0
-    assert "calls     3 in 1 turn(s)" in shown.stdout
+    assert "calls     3 in 1 turn," in shown.stdout
     assert 'search_docs {"query":"refund policy"}' in shown.stdout
-    assert "interventions (oldest first):\n  #3     advise repeat (loop_repeat) on search_docs\n" in shown.stdout
+    assert "interventions (oldest first):\n  #3 advise repeat (loop_repeat) on search_docs\n" in shown.stdout
     full = json.loads(looptrap("sessions", "show", "conv-1", "--json", "--store", url).stdout)
     assert full["session"] == "conv-1"
     assert full["version"] == 1
@@ -136,7 +136,7 @@ def test_read_only_commands_create_no_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/nonexistent/dir/x.db"
     listed = looptrap("sessions", "list", "--store", url)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines()[-1] == "0 session(s)"
+    assert listed.stdout.splitlines()[-1] == "0 sessions"
     assert "no store at" in listed.stderr
     assert looptrap("sessions", "list", "--json", "--store", url).stdout == ""
     assert looptrap("sessions", "show", "s1", "--store", url).returncode == 1
@@ -176,7 +176,7 @@ def test_an_unreadable_session_is_listed_as_unreadable(url: str) -> None:
     rows = {ln.split()[0]: ln.split() for ln in listed.stdout.splitlines()[1:4]}
     assert set(rows) == {"conv-1", "corrupt", "future"}
     assert rows["corrupt"][4] == rows["future"][4] == "UNREADABLE"
-    assert listed.stdout.splitlines()[-1].startswith("3 session(s), 2 unreadable")
+    assert listed.stdout.splitlines()[-1].startswith("3 sessions, 2 unreadable")
     as_json = {
         r["session"]: r
         for r in map(json.loads, looptrap("sessions", "list", "--json", "--store", url).stdout.splitlines())
@@ -240,7 +240,7 @@ def test_everything_shown_is_printable(tmp_path: Path) -> None:
     for proc in (listed, shown, as_json, listed_json):
         assert proc.returncode == 0, proc.stderr
         assert not any(c in proc.stdout for c in "\x1b\x07\r\x9b\u202e"), repr(proc.stdout)
-    assert len(listed.stdout.splitlines()) == 4  # the header, one row, a blank line, the count
+    assert len(listed.stdout.splitlines()) == 5  # the header, one row, a blank line, the legend, the count
     assert not any(ln.startswith("fake") for out in (listed, shown) for ln in out.stdout.splitlines())
     assert json.loads(as_json.stdout)["run_id"] == EVIL  # JSON keeps the exact text, escaped
     assert json.loads(listed_json.stdout)["session"] == EVIL

@@ -103,7 +103,7 @@ def test_a_detector_can_be_turned_off_and_made_warn_only(tmp_path: Path) -> None
         ("retries = 3\n", 1, "retries: unknown key"),
         ("\n[detectors.repeat]\nthreshhold = 4\n", 3, "detectors.repeat.threshhold: unknown key"),
         ("[detectors.repeat]\nthreshold = 0\n", 2, "detectors.repeat.threshold: must be above 0"),
-        ('[detectors.repeat]\nthreshold = "4"\n', 2, "detectors.repeat.threshold: a int, got a string"),
+        ('[detectors.repeat]\nthreshold = "4"\n', 2, "detectors.repeat.threshold: a whole number, got a string"),
         ("[detectors.nope]\n", 1, "detectors.nope: unknown key"),
         ("[escalation]\nladder = []\n", 2, "escalation.ladder: a non-empty list of"),
         ('[escalation]\nladder = ["advise", "explode"]\n', 2, "escalation.ladder"),
@@ -334,8 +334,9 @@ def test_show_names_the_source_of_each_setting_and_what_was_not_applied(tmp_path
     out = shown.stdout
     assert "s3cret-pw" not in out
     assert "other-secret" not in out
-    assert f'store = "redis://looptrap:***@cache.internal:6379/0?password=***"  # user {user}' in out
-    assert f"threshold = 2  # project {tmp_path / 'looptrap.toml'}" in out
+    assert f'# from user {user}\nstore = "redis://looptrap:***@cache.internal:6379/0?password=***"\n' in out
+    project = tmp_path / "looptrap.toml"
+    assert f"threshold = 2  # project {project}" in out or f"# from project {project}\nthreshold = 2\n" in out
     assert "enabled = true\n" in out
     assert "#   enabled = false (turns guarding off)" in out
 

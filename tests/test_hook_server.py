@@ -218,7 +218,7 @@ def test_the_readmes_hook_loop_with_the_server_on(cache: Path, tmp_path: Path) -
     assert done.stderr == ""
     assert '"permissionDecision":"deny"' in done.stdout  # the third call, refused
     assert "calls     3 in" in done.stdout  # two calls ran and the third was refused: all in the caller's demo.db
-    assert "#2     Grep" in done.stdout
+    assert "#2  Grep" in done.stdout
     assert (project / "demo.db").exists()
     assert _server_pids(cache), "no resident server answered"
     assert not list(cache.rglob("demo.db"))

@@ -412,5 +412,21 @@ def test_a_bad_configuration_file_fails_open_with_one_line(store: str, tmp_path:
     assert err.count("\n") == 1
     assert f"{tmp_path / 'looptrap.toml'}:2: detectors.repeat.threshhold: unknown key" in err
     assert "(allowing the call)" in err
+    assert "ConfigError" not in err  # words for the reader, not a Python class name
     closed = Hook("claude-code", store, "--fail-closed", cwd=tmp_path)
     assert closed.raw(json.dumps(payload("claude-code", "pre_grep")).encode()).returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("stdin", "said"),
+    [
+        (b"not json", "looptrap hook claude-code: stdin is not a JSON hook payload"),
+        (b"[1, 2]", "looptrap hook claude-code: stdin is not a JSON object"),
+    ],
+)
+def test_hook_failures_are_said_without_python_class_names(store: str, stdin: bytes, said: str) -> None:
+    proc = Hook("claude-code", store).raw(stdin)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0
+    assert err.startswith(said)
+    assert "Error:" not in err

@@ -375,9 +375,9 @@ def dump(config: ConfigFile) -> str:
     """The effective configuration as a configuration file (TOML) that gives the same guard, each setting
     that is not a default followed by the file it came from; what a project's file said that was not
     applied at the end. A password in the store URL is shown as ``***``."""
-    lines = _dump_lines(config)
+    out: list[str] = []
     table = ""
-    for i, line in enumerate(lines):
+    for line in _dump_lines(config):
         if line.startswith("["):
             table = line.strip("[]")
         elif " = " in line and not line.startswith("#"):
@@ -385,12 +385,37 @@ def dump(config: ConfigFile) -> str:
             source = config.sources.get(f"{table}.{key}" if table else key)
             if source is None and table.startswith("detectors."):
                 source = config.sources.get(table)  # a detector's table named as a whole
-            if source:
-                lines[i] = f"{line}  # {source}"
+            if source and len(line) + len(source) + 4 <= _WIDTH:
+                line = f"{line}  # {source}"
+            elif source:
+                out.append(f"# from {source}")
+        out += _folded(line)
     if config.ignored:
-        lines += ["", "# not applied: a project's file may only tighten guarding (docs/configuration.md)"]
-        lines += [f"#   {one}" for one in config.ignored]
-    return "\n".join(lines) + "\n"
+        out += [
+            "",
+            "# not applied: a project's file may only tighten guarding",
+            "# (looptrap docs configuration#who-may-set-what)",
+        ]
+        out += [f"#   {one}" for one in config.ignored]
+    return "\n".join(out) + "\n"
+
+
+_WIDTH = 80  # columns of `config show`
+
+
+def _folded(line: str) -> list[str]:
+    """A ``key = [a, b, ...]`` line too long for the width, as a TOML array over several lines."""
+    key, eq, value = line.partition(" = [")
+    if len(line) <= _WIDTH or not eq or not value.endswith("]") or "#" in value:
+        return [line]
+    items, row = [], "   "
+    for item in re.findall(r'"(?:[^"\\]|\\.)*"|[^,\s][^,]*', value[:-1]):
+        if len(row) + len(item) + 2 > _WIDTH:
+            items.append(row.rstrip())
+            row = "   "
+        row += f" {item.strip()},"
+    items.append(row.rstrip())
+    return [f"{key} = [", *items, "]"]
 
 
 def _dump_lines(config: ConfigFile) -> list[str]:
@@ -583,7 +608,8 @@ class _Reader:
             if not math.isfinite(value):
                 raise self.fail(keys, "a finite number")
             return float(value)
-        raise self.fail(keys, f"{'true or false' if kind is bool else f'a {kind.__name__}'}, got {_kind(value)}")
+        wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(kind, kind.__name__)
+        raise self.fail(keys, f"{wanted}, got {_kind(value)}")
 
     def positive(self, value: Any, keys: tuple[str, ...], kind: type) -> Any:
         got = self.typed(value, keys, kind)

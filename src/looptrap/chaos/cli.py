@@ -1,4 +1,4 @@
-"""``looptrap chaos AGENT``: the fault matrix of an agent, as a table or JSON (see docs/chaos.md).
+"""``looptrap chaos AGENT``: the fault matrix of an agent, as a table or JSON (see: looptrap docs chaos).
 
 Only argparse at parser-building time; the chaos machinery and the agent are imported when it runs.
 """
@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
         "timeouts, ...), inside a hard ceiling, with a fresh guard each time, and print how each run "
         "stopped. AGENT is MODULE:FUNCTION or FILE.py:FUNCTION, a function agent(tools, guard) that runs the "
         "agent once. Exit code 1 when a run hit the ceiling, or when every run ended in an error (the agent "
-        "itself failed). See docs/chaos.md.",
+        "itself failed). See: looptrap docs chaos.",
     )
     p.add_argument("agent", metavar="AGENT", help="the agent: MODULE:FUNCTION or FILE.py:FUNCTION")
     p.add_argument(
@@ -64,8 +64,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--config",
         metavar="FILE",
-        help="the configuration file of the guard (default: $LOOPTRAP_CONFIG, else looptrap.toml or "
-        "pyproject.toml found from the working directory upward, else the defaults)",
+        help=argtypes.CONFIG_HELP,
     )
     p.add_argument("--log", metavar="PATH", help="append every run's call log to PATH (JSON Lines)")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")

@@ -38,8 +38,15 @@ class Matrix:
         base = self.baseline.get((fault, tool))
         return f"{base.summary()} -> {text}" if base is not None else text
 
-    def table(self) -> str:
-        """The matrix as a text table, then a one-line count of how the runs ended."""
+    def table(self, width: int | None = None) -> str:
+        """The matrix as a text table of at most ``width`` columns (default: the terminal's, else 80), then
+        a one-line count of how the runs ended. A fault per row and a tool per column when that fits;
+        otherwise one row per fault and tool, the run without the guard beside the run with it."""
+        from looptrap.core.columns import cols, table
+        from looptrap.core.columns import width as terminal_width
+        from looptrap.core.figures import count
+
+        room = width or terminal_width()
         head = "fault"
         if self.baseline:
             head = "fault (no guard -> guard)"
@@ -48,15 +55,27 @@ class Matrix:
         rows = [[head, *(one_line(t, 40) for t in self.tools)]]
         for fault in self.faults:
             rows.append([one_line(fault, 40), *(self.cell(fault, t) for t in self.tools)])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines = table(rows, room=10**6)
+        if max(cols(line) for line in lines) > room:  # too wide: a row per fault and tool (and run)
+            long = [["fault", "tool", *(["run"] if self.baseline else []), "how it stopped"]]
+            for fault in self.faults:
+                for tool in self.tools:
+                    got = self.reports[(fault, tool)].summary()
+                    base = self.baseline.get((fault, tool))
+                    if base is None:
+                        long.append([one_line(fault, 40), one_line(tool, 40), got])
+                    else:
+                        long.append([one_line(fault, 40), one_line(tool, 40), "no guard", base.summary()])
+                        long.append(["", "", "guard", got])
+            lines = table(long, room=room, shrink=range(len(long[0])))
+        lines.insert(1, "-" * max(cols(line) for line in lines))
         counts: dict[str, int] = {}
         for r in self.reports.values():
             counts[r.outcome] = counts.get(r.outcome, 0) + 1
         ended = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
         lines.append("")
-        lines.append(f"{len(self.reports)} run(s){' with the guard' if self.guarded else ''}: {ended}")
+        lines.append("@N: after N tool calls; ceiling: stopped by the run's limit (max_calls or max_seconds)")
+        lines.append(f"{count(len(self.reports), 'run')}{' with the guard' if self.guarded else ''}: {ended}")
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:

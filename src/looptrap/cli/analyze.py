@@ -38,11 +38,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Analyse recorded agent logs (looptrap traces, call logs, Claude Code, Codex and Gemini CLI "
         "sessions, OpenAI and Anthropic conversations, OpenTelemetry spans, SWE-agent trajectories, Parquet): "
         "per session, the guard's verdicts (the detectors of replay) and the statistics of its calls; for the "
-        "fleet, outliers, the most repeated calls and the tools that trap agents. See docs/analyze.md.",
+        "fleet, outliers, the most repeated calls and the tools that trap agents. See: looptrap docs analyze.",
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, directories, globs, or - for stdin")
     p.add_argument(
-        "--format", default="auto", choices=_FORMATS, help="the input format (default: found from each file)"
+        "--format",
+        default="auto",
+        choices=_FORMATS,
+        metavar="FORMAT",
+        help=f"the input format, one of {', '.join(_FORMATS)} (default: auto, found from each file)",
     )
     p.add_argument(
         "--columns",
@@ -59,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--config",
         metavar="FILE",
-        help="the configuration file whose guard judges the sessions (default: as for replay)",
+        help=argtypes.CONFIG_HELP,
     )
     p.add_argument(
         "--jobs",

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["address", "milliseconds", "seconds", "whole_number"]
+__all__ = ["CONFIG_HELP", "address", "milliseconds", "seconds", "whole_number"]
+
+#: What ``--config`` means, for every command that takes it.
+CONFIG_HELP = (
+    "a configuration file, applied as written (default: $LOOPTRAP_CONFIG, else ~/.config/looptrap/looptrap.toml "
+    "tightened by the project's looptrap.toml or pyproject.toml found upward; see: looptrap docs configuration)"
+)
 
 
 def whole_number(text: str) -> int:

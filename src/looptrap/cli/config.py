@@ -20,13 +20,19 @@ def add_parser(sub: Any) -> None:
     c = sub.add_parser(
         "config",
         help="check a configuration file, or show the configuration in effect",
-        description="The hooks, the MCP proxy and the CLI read one configuration file: looptrap.toml, or "
-        "[tool.looptrap] in pyproject.toml, found from the working directory upward, or named by --config or "
-        "$LOOPTRAP_CONFIG. See docs/configuration.md.",
+        description="The hooks, the MCP proxy and the CLI read one configuration: a file named by --config or "
+        "$LOOPTRAP_CONFIG, as written; else your own (~/.config/looptrap/looptrap.toml), tightened by the "
+        "project's looptrap.toml or [tool.looptrap] in pyproject.toml found from the working directory upward "
+        "(a project's file may only tighten guarding). See: looptrap docs configuration.",
     )
+    from looptrap.cli.argtypes import CONFIG_HELP
+
     actions = c.add_subparsers(dest="config_command", required=True)
     check = actions.add_parser(
-        "check", help="validate a configuration file", description="Validate a configuration file (exit 2 if bad)."
+        "check",
+        help="validate the configuration, or a file",
+        description="Validate the configuration in effect, or FILE, as the commands do (exit 2 if bad); warn about "
+        "settings that turn protection off (exit 1 with --strict).",
     )
     check.add_argument("file", nargs="?", help="the file (default: the configuration in effect, as for show)")
     check.add_argument(
@@ -39,11 +45,12 @@ def add_parser(sub: Any) -> None:
         help="print the configuration in effect",
         description="Print the configuration in effect (every value, defaults included) as TOML.",
     )
-    show.add_argument("--config", metavar="FILE", help="the configuration file (default: found as documented)")
+    show.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``config check`` or ``config show``; returns the exit code."""
+    from looptrap.cli.output import warn
     from looptrap.config_file import ConfigError, dump, load, protection_warnings, resolve
 
     try:
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             where = str(config.path) if config.path else "no configuration file (the defaults)"
             warnings = protection_warnings(config)
             for warning in warnings:
-                sys.stderr.write(f"looptrap: warning: {one_line(warning, 1000)}\n")
+                warn(warning)
             sys.stdout.write(f"ok: {one_line(where, 500)}{_count(len(warnings))}\n")
             return 1 if warnings and args.strict else 0
         sys.stdout.write(dump(resolve(args.config)))

@@ -53,7 +53,15 @@ def _main(words: list[str]) -> int:
         if code is not None:
             return code
     parser = build_parser()
+    if not words:  # a first look: what the commands are
+        sys.stdout.write(parser.format_help())
+        sys.stdout.write("\nlooptrap COMMAND --help: a command's options. looptrap docs: the documentation.\n")
+        return 0
     args = parser.parse_args(words)
+    if getattr(args, "quiet", False):
+        from looptrap.cli.output import set_quiet
+
+        set_quiet(True)
     if args.command == "replay":
         return _replay(args)
     if args.command == "sessions":
@@ -86,6 +94,14 @@ def _main(words: list[str]) -> int:
         from looptrap.cli import dashboard
 
         return dashboard.run(args)
+    if args.command == "docs":
+        from looptrap.cli import docs
+
+        return docs.run(args)
+    if args.command == "completion":
+        from looptrap.cli import completion
+
+        return completion.run(args, parser)
     from looptrap.cli.demo import run_demo
 
     return run_demo(as_json=args.json)
@@ -100,18 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="looptrap",
-        description="Catch LLM agents in tool-call loops: replay recorded traces, run the demo, inspect stored "
-        "sessions, answer coding-agent CLI hooks, guard an MCP server.",
+        description="Catch LLM agents in tool-call loops: see the demo, replay or analyze recorded runs, answer "
+        "coding-agent CLI hooks, guard an MCP server, inspect stored sessions, test an agent against broken tools.",
     )
     parser.add_argument("--version", action="version", version=f"looptrap {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
     p = sub.add_parser(
         "replay",
         help="run a recorded trace (JSON Lines) through the guard",
         description="Run a recorded trace (JSON Lines, format v1; plain, gzip or zstd) through the guard's "
-        "detectors and report, per session, when and why the guard would have intervened. See "
-        "docs/trace-format.md.",
+        "detectors and report, per session, when and why the guard would have intervened. See: "
+        "looptrap docs trace-format.",
     )
     p.add_argument("trace", help="trace file in format v1 (.gz and .zst are read as such), or - for stdin")
     p.add_argument("--json", action="store_true", help="one JSON object per session on stdout")
@@ -120,8 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config",
         metavar="FILE",
-        help="the configuration file whose guard replays the trace (default: $LOOPTRAP_CONFIG, else looptrap.toml "
-        "or pyproject.toml found from the working directory upward, else the defaults)",
+        help=argtypes.CONFIG_HELP,
     )
     p.add_argument(
         "--jobs",
@@ -144,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hook",
         help="answer a coding-agent CLI's tool-call hook (reads its JSON on stdin)",
         description="Answer a coding-agent CLI's tool-call hook: read its JSON payload on stdin, apply the "
-        "guard to the session, answer in the CLI's format. See docs/hooks.md.",
+        "guard to the session, answer in the CLI's format. See: looptrap docs hooks.",
     )
     h.add_argument("cli", choices=_HOOK_CLIS, help="the CLI that runs the hook")
     h.add_argument(
@@ -156,8 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument(
         "--config",
         metavar="FILE",
-        help="the configuration file (default: $LOOPTRAP_CONFIG, else looptrap.toml or pyproject.toml found from "
-        "the working directory upward)",
+        help=argtypes.CONFIG_HELP,
     )
     h.add_argument(
         "--fail-closed", action="store_true", help="block the tool call when the hook itself fails (default: allow)"
@@ -166,10 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser(
         "mcp-proxy",
         help="an MCP server over stdio that guards the one started by the command after --",
-        usage="looptrap mcp-proxy [--store URL] [--session ID] [--config FILE] [--report-tool NAME | "
-        "--no-report-tool] [--fail-closed] [--metrics HOST:PORT] -- COMMAND [ARGS...]",
+        usage="looptrap mcp-proxy [--store URL] [--session ID] [--config FILE]\n"
+        "                          [--report-tool NAME | --no-report-tool]\n"
+        "                          [--fail-closed] [--metrics HOST:PORT] [-q]\n"
+        "                          -- COMMAND [ARGS...]",
         description="An MCP server over stdio that starts the MCP server given after -- and guards its tool "
-        "calls: advice as error results, a report_blocked tool added. See docs/mcp-proxy.md.",
+        "calls: advice as error results, a report_blocked tool added. See: looptrap docs mcp-proxy.",
     )
     m.add_argument("--store", metavar="URL", help="keep the session in a store (default: in the proxy's memory)")
     m.add_argument(
@@ -180,8 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--config",
         metavar="FILE",
-        help="the configuration file (default: $LOOPTRAP_CONFIG, else looptrap.toml or pyproject.toml found from "
-        "the working directory upward)",
+        help=argtypes.CONFIG_HELP,
     )
     m.add_argument(
         "--report-tool",
@@ -198,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from looptrap.chaos import cli as chaos_cli
-    from looptrap.cli import analyze, config, dashboard, metrics, sessions
+    from looptrap.cli import analyze, completion, config, dashboard, docs, metrics, sessions
 
     sessions.add_parser(sub)
     config.add_parser(sub)
@@ -206,13 +221,28 @@ def build_parser() -> argparse.ArgumentParser:
     chaos_cli.add_parser(sub)
     metrics.add_parser(sub)
     dashboard.add_parser(sub)
+    docs.add_parser(sub)
+    completion.add_parser(sub)
     _describe(parser)
+    _add_quiet(parser)
     return parser
+
+
+def _add_quiet(parser: argparse.ArgumentParser, top: bool = True) -> None:
+    """``-q/--quiet`` before the command or after it: no warnings, notes or progress bars on stderr."""
+    import argparse
+
+    text = "no warnings, notes or progress bars on stderr (errors still print; the exit code says the rest)"
+    parser.add_argument("-q", "--quiet", action="store_true", default=False if top else argparse.SUPPRESS, help=text)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_quiet(sub, top=False)
 
 
 _DESCRIPTIONS = {
     "looptrap sessions": "List, show or reset the sessions a store holds (the state of the hooks and of the MCP "
-    "proxy). --store takes the URLs of docs/stores.md; default: $LOOPTRAP_STORE, else the SQLite file in the "
+    "proxy). --store takes the URLs of `looptrap docs stores`; default: $LOOPTRAP_STORE, else the SQLite file in the "
     "user's cache folder.",
     "looptrap sessions list": "One line per session, oldest write first: calls, turns, escalation level (0 no "
     "loop, 1 advised, 2 blocked), halt reason and last write.",
@@ -325,21 +355,30 @@ _PARALLEL_BYTES = 32 << 20  # files above this are replayed by several processes
 
 
 def _progress(lines: Iterable[bytes], raw: IO[bytes]) -> Iterator[bytes]:
-    """A progress bar on stderr, from how far into the file (as stored: compressed or not) reading is."""
+    """A progress bar on stderr, from how far into the file (as stored: compressed or not) reading is: the
+    share read, the rate and the time left."""
     import time
 
+    from looptrap.core.figures import duration
+
     total = os.fstat(raw.fileno()).st_size
-    last = 0.0
+    start = last = time.monotonic()
+    shown = 0
     for line in lines:
         now = time.monotonic()
         if now - last > 0.2:
             last = now
-            pct = min(raw.tell() / total, 1.0) if total else 0.0
-            bar = "#" * int(pct * 30)
-            sys.stderr.write(f"\rreplaying [{bar:<30}] {pct:6.1%}")
+            done = raw.tell()
+            pct = min(done / total, 1.0) if total else 0.0
+            rate = done / (now - start) if now > start else 0.0
+            left = duration((total - done) / rate) if rate > 0 else "-"
+            text = f"\rreplaying [{'#' * int(pct * 20):<20}] {pct:4.0%}  {rate / (1 << 20):.1f} MiB/s  {left} left"
+            shown = max(shown, len(text))
+            sys.stderr.write(text.ljust(shown))
             sys.stderr.flush()
         yield line
-    sys.stderr.write("\r" + " " * 50 + "\r")
+    if shown:
+        sys.stderr.write("\r" + " " * shown + "\r")
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -347,14 +386,13 @@ def _replay(args: argparse.Namespace) -> int:
 
     from looptrap.analysis.replay import replay_file
     from looptrap.analysis.trace import TraceError
+    from looptrap.core.figures import count
     from looptrap.core.printable import one_line
 
     def say(text: str) -> None:
         print(one_line(text, 1000), file=sys.stderr)
 
-    def warn(text: str) -> None:
-        say(f"looptrap: warning: {text}")
-
+    from looptrap.cli.output import quiet, warn
     from looptrap.config_file import ConfigError, resolve
 
     try:
@@ -378,7 +416,7 @@ def _replay(args: argparse.Namespace) -> int:
     jobs = args.jobs
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 4) if size > _PARALLEL_BYTES else 1
-    progress = _progress if regular and sys.stderr.isatty() and not args.no_progress else None
+    progress = _progress if regular and sys.stderr.isatty() and not args.no_progress and not quiet() else None
     try:
         reports, errors = replay_file(
             args.trace, jobs=jobs, skip_invalid=args.skip_invalid, warn=warn, lines=progress, config=settings.guard
@@ -396,13 +434,15 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         _table(reports, out)
     out.flush()  # a reader that went away is found here, not at exit
-    if errors:
-        say(f"looptrap: skipped {len(errors)} invalid line(s); first: {errors[0]}")
+    if errors and not quiet():
+        say(f"looptrap: skipped {count(len(errors), 'invalid line')}; first: {errors[0]}")
     return 0
 
 
 def _table(reports: list[SessionReport], out: IO[str]) -> None:
-    """One row per session, then a summary; every cell made printable, on one line, at most 60 characters."""
+    """One row per session, fitted to the terminal, a legend, then a summary."""
+    from looptrap.core.columns import table, wrap
+    from looptrap.core.figures import count, share
     from looptrap.core.printable import one_line
 
     rows = [("session", "calls", "first intervention", "halted at", "signals")]
@@ -414,22 +454,29 @@ def _table(reports: list[SessionReport], out: IO[str]) -> None:
             first = f"#{fi['call_index']} {fi['action']} {fi['reason']}" + (f" ({fi['tool']})" if fi["tool"] else "")
         rows.append(
             (
-                one_line(r.session, 60),
-                str(r.tool_calls),
-                one_line(first, 60),
-                one_line(f"#{ha['call_index']} {ha['reason']}", 60) if ha else "-",
-                str(len(r.signals)),
+                one_line(r.session, 200),
+                count(r.tool_calls),
+                one_line(first, 200),
+                one_line(f"#{ha['call_index']} {ha['reason']}", 200) if ha else "-",
+                count(len(r.signals)),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    for row in rows:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    for line in table(rows, shrink=(0, 2, 3)):
+        out.write(line + "\n")
     n = len(reports)
     calls = sum(r.tool_calls for r in reports)
     hit = sum(1 for r in reports if r.first_intervention)
     halted = sum(1 for r in reports if r.halted_at)
-    pct = f" ({hit / n:.0%})" if n else ""
-    out.write(f"\n{n} session(s), {calls} tool call(s): {hit} with an intervention{pct}, {halted} halted\n")
+    legend = (
+        "#N: the session's Nth tool call. first intervention: where the guard would first have advised, "
+        "blocked or halted, and the detector's reason. signals: how many times a detector saw a loop forming."
+    )
+    summary = (
+        f"{count(n, 'session')}, {count(calls, 'tool call')}: {count(hit)} of {count(n)} sessions "
+        f"({share(hit, n)}) with an intervention, {count(halted)} halted"
+    )
+    for line in ["", *wrap("", legend, indent=0), "", *wrap("", summary, indent=0)]:
+        out.write(line.rstrip() + "\n")
 
 
 if __name__ == "__main__":

@@ -149,46 +149,68 @@ def _list(infos: Iterable[SessionInfo], as_json: bool, out: IO[str]) -> int:
                 del d["error"]
             out.write(_json(d))
         return 0
-    table = [("session", "calls", "turns", "level", "halted", "updated")]
+    from looptrap.core.columns import table
+    from looptrap.core.figures import count
+
+    cells = [("session", "calls", "turns", "level", "halted", "updated")]
     bad = 0
     for i in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.updated)) if i.updated else "-"
         if i.error is not None:
             bad += 1
-            table.append((one_line(i.session, _CELL), "?", "?", "?", "UNREADABLE", when))
+            cells.append((one_line(i.session, _CELL), "?", "?", "?", "UNREADABLE", when))
         else:
             halted = one_line(i.halted, _CELL) if i.halted else "-"
-            table.append((one_line(i.session, _CELL), str(i.calls), str(i.turn), str(i.level), halted, when))
-    widths = [max(len(r[c]) for r in table) for c in range(len(table[0]))]
-    for r in table:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() + "\n")
-    out.write(f"\n{len(rows)} session(s)")
-    out.write(f", {bad} unreadable (`looptrap sessions show SESSION` says why)\n" if bad else "\n")
+            cells.append((one_line(i.session, _CELL), count(i.calls), count(i.turn), str(i.level), halted, when))
+    for line in table(cells, shrink=(0, 4)):
+        out.write(line + "\n")
+    out.write("\nlevel: 0 no loop, 1 advised, 2 blocked\n" + count(len(rows), "session"))
+    out.write(f", {count(bad)} unreadable (`looptrap sessions show SESSION` says why)\n" if bad else "\n")
     return 0
 
 
 def _show(session: str, rev: int, s: SessionState, out: IO[str]) -> None:
-    out.write(f"session   {one_line(session, 512)} (revision {rev}, run {one_line(s.run_id, 512)})\n")
-    out.write(f"calls     {s.calls} in {s.turn} turn(s), task {s.task}, {len(s.pending)} awaiting a result\n")
-    out.write(f"level     {s.level} (0: no loop; then advised, blocked)\n")
+    from looptrap.core.columns import cols, fit, width, wrap
+    from looptrap.core.figures import count, money
+
+    room = width()
+
+    def field(label: str, text: str) -> None:
+        for line in wrap(label, text, room):
+            out.write(line.rstrip() + "\n")
+
+    field("session", f"{one_line(session, 512)} (revision {rev}, run {one_line(s.run_id, 512)})")
+    field(
+        "calls",
+        f"{count(s.calls)} in {count(s.turn, 'turn')}, task {s.task}, {count(len(s.pending))} awaiting a result",
+    )
+    field("level", f"{s.level} (0: no loop, 1: advised, 2: blocked)")
     if s.halted:
         reason, message = s.halted.get("reason"), s.halted.get("message", "")
-        out.write(f"halted    {one_line(str(reason), 80)}: {one_line(str(message), 500)}\n")
+        field("halted", f"{one_line(str(reason), 80)}: {one_line(str(message), 500)}")
     if s.tokens or s.cost:
-        out.write(f"usage     {s.tokens} tokens, ${s.cost:.4f}\n")
+        field("usage", f"{count(s.tokens, 'token')}, {money(s.cost)}")
     if s.per_tool:
         tools = sorted(s.per_tool.items(), key=lambda x: -x[1])
-        out.write("per tool  " + ", ".join(f"{one_line(t, 128)} {n}" for t, n in tools) + "\n")
+        field("per tool", ", ".join(f"{one_line(t, 128)} {count(n)}" for t, n in tools))
     if s.needed:
-        out.write("needed    " + "; ".join(one_line(n, 500) for n in s.needed) + "\n")
+        field("needed", "; ".join(one_line(n, 500) for n in s.needed))
     if s.history:
-        out.write("recent calls (oldest first):\n")
+        out.write("recent calls (oldest first; flags say what the call found):\n")
+        rows = []
         for e in s.history:
             flags = ",".join(name for bit, name in _FLAGS if e.flags & bit) or "-"
-            preview = one_line(s.previews.get(e.digest, e.tool), 70)
-            out.write(f"  #{e.call_index:<5} {preview:<70}  {flags}\n")
+            rows.append((f"#{e.call_index}", one_line(s.previews.get(e.digest, e.tool), 200), flags))
+        numbers = max(cols(r[0]) for r in rows)
+        tail = max(cols(r[2]) for r in rows)
+        preview_room = min(max(cols(r[1]) for r in rows), max(12, room - 2 - numbers - 2 - 2 - tail))
+        for number, preview, flags in rows:
+            cell = fit(preview, preview_room)
+            out.write(f"  {number:<{numbers}}  {cell}{' ' * (preview_room - cols(cell))}  {flags}".rstrip() + "\n")
     if s.verdicts:
         out.write("interventions (oldest first):\n")
         for v in s.verdicts:
             why = f"{one_line(v.kind, 64)} ({one_line(v.reason, 64)})" if v.kind else one_line(v.reason, 64)
-            out.write(f"  #{v.call_index:<5} {v.action:<6} {why} on {one_line(v.tool, 128)}\n")
+            line = f"#{v.call_index} {v.action} {why} on {one_line(v.tool, 128)}"
+            for piece in wrap("", line, room - 2, indent=0):
+                out.write("  " + piece.rstrip() + "\n")

@@ -94,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
     regular = all(i != "-" and os.path.isfile(i) for i in args.inputs)
     big = regular and sum(os.path.getsize(i) for i in args.inputs) > 32 << 20
     progress = phase = None
-    if sys.stderr.isatty() and not args.no_progress and (big or not regular):
+    from looptrap.cli.output import quiet
+
+    if sys.stderr.isatty() and not args.no_progress and not quiet() and (big or not regular):
         progress, phase = _progress_bar(), _Phases()
     opts = AnalyzeOptions(
         fmt=args.format,
@@ -200,18 +202,21 @@ def _analyze_and_write(
     except duckdb.Error as exc:  # out of memory or of temporary disk space, say: its first line
         say(f"looptrap analyze: DuckDB: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
         return 2
+    from looptrap.cli.output import quiet, warn
+    from looptrap.core.figures import count
+
     for w in report.warnings:
-        say(f"looptrap: warning: {w}")
-    if report.skipped:
+        warn(w)
+    if report.skipped and not quiet():
         for e in report.errors[:5]:
             say(e)
-        say(f"looptrap analyze: skipped {report.skipped:,} malformed record(s) (--strict stops at the first)")
+        say(f"looptrap analyze: skipped {count(report.skipped, 'malformed record')} (--strict stops at the first)")
     empty = report.empty
     for name in empty[:5]:
         fmt = next((i["format"] for i in report.inputs if i["name"] == name), "?")
-        say(f"looptrap analyze: warning: {name}: no tool calls found (read as {fmt}; name the format with --format)")
+        warn(f"{name}: no tool calls found (read as {fmt}; name the format with --format)", "looptrap analyze")
     if len(empty) > 5:
-        say(f"looptrap analyze: warning: {len(empty) - 5:,} more input(s) gave no tool calls")
+        warn(f"{count(len(empty) - 5, 'more input')} gave no tool calls", "looptrap analyze")
     if not report.sessions and (report.skipped or empty or not report.inputs):
         say("looptrap analyze: nothing to analyse")
         return 2

@@ -250,7 +250,7 @@ class HookRunner:
         try:
             return self._handle(protocol, stdin)
         except Exception as exc:  # noqa: BLE001 - a hook must never break the user's tools
-            reason = one_line(f"looptrap hook {protocol.name}: {type(exc).__name__}: {exc}", 1000)
+            reason = one_line(f"looptrap hook {protocol.name}: {_said(exc)}", 1000)
             if self.fail_closed:
                 return protocol.failed_closed(reason + " (failing closed)")
             return Answer(protocol.allow.stdout, 0, reason + " (allowing the call)")
@@ -348,6 +348,20 @@ class HookRunner:
         if verdict.action in ("advise", "block"):
             return _with_note(protocol.refuse(verdict, event), note)
         return _with_note(protocol.allow, note)
+
+
+def _said(exc: Exception) -> str:
+    """A hook failure in words for the person reading the CLI's log: what went wrong, not a class name."""
+    from looptrap.config_file import ConfigError
+    from looptrap.stores.base import StoreError
+
+    if isinstance(exc, (ConfigError, StoreError, ValueError)):
+        return str(exc) or "a bad value"
+    if isinstance(exc, OSError):
+        return f"cannot read or write a file: {exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    if isinstance(exc, ImportError):
+        return f"a package it needs is missing: {exc}"
+    return f"an internal error ({exc}); please report it with the command and the event"
 
 
 def _store_note(guard: Any) -> str:
