@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
         description="Serve a small live web page over a SQLite or Redis store: active sessions with their "
         "calls, call rate, signals and stale stretch, a runaway first; one session's recent calls with their "
         "verdicts and what the model said it needed. On 127.0.0.1 by default; elsewhere a token is required (--token, "
-        f"${TOKEN_ENV}, or one made up and printed). See docs/dashboard.md.",
+        f"${TOKEN_ENV}, or one made up and printed). See: looptrap docs dashboard.",
     )
     add_store_option(d)
     d.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")

@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
         help="serve /metrics (default http://127.0.0.1:9464/metrics)",
         description="Serve Prometheus /metrics read from a store at each scrape: sessions held, active and "
         "halted, and the tool calls of the busiest active sessions by rank (no session id is a label). Needs "
-        "the prometheus extra. See docs/metrics.md.",
+        "the prometheus extra. See: looptrap docs metrics.",
     )
     add_store_option(s)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
