@@ -179,3 +179,52 @@ def test_store_collector_over_a_real_sqlite_store(tmp_path: Path) -> None:
     assert samples[("looptrap_top_session_tool_calls", (("rank", "2"),))] == quiet.state.calls == 2
     assert "runaway" not in text
     assert "busy" not in text
+
+
+def test_tools_listed_take_back_the_slots_of_made_up_names() -> None:
+    """Names that took label slots before the list of the tools that exist came lose them (what they counted
+    goes to ``other``: the totals stay right); later made-up names are ``other`` at once."""
+    registry = CollectorRegistry()
+    metrics = PrometheusMetrics(registry, max_tools=3)
+    guard = Guard(session="s", observers=[metrics])
+    made_up = drive(guard, [("no_such_tool", {"q": 1})] * 4)  # the same call again: signals with the tool label
+    drive(guard, [("made_up_2", {"q": 2}), ("search", {"q": 3})])
+    _, before = scrape(registry)
+    assert before[("looptrap_tool_calls_total", (("tool", "no_such_tool"),))] == 4
+    signalled = sum(len(v.signals) for _, v in made_up)
+    assert signalled > 0
+    metrics.tools_listed(["search", "read_file", "write_file"])
+    drive(Guard(session="t", observers=[metrics]), [("read_file", {"p": i}) for i in range(2)] + [("junk", {})])
+    text, samples = scrape(registry)
+    calls = {dict(k[1])["tool"]: n for k, n in samples.items() if k[0] == "looptrap_tool_calls_total"}
+    assert calls == {"search": 1, "read_file": 2, "other": 4 + 1 + 1}
+    tools = {dict(k[1])["tool"] for k in samples if k[0] == "looptrap_signals_total"}
+    assert "no_such_tool" not in tools
+    assert sum(n for k, n in samples.items() if k[0] == "looptrap_signals_total") == signalled
+    assert "no_such_tool" not in text
+    assert "made_up_2" not in text
+
+
+def test_store_collector_reads_a_replaced_sqlite_file(tmp_path: Path) -> None:
+    import os
+
+    from looptrap.stores import SQLiteStore
+
+    path = tmp_path / "s.db"
+    writer = SQLiteStore(path)
+    drive(Guard(store=writer, session="old"), [("read_file", {"path": "a"})])
+    writer.close()
+    store = SQLiteStore(path, create=False)
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(store))
+    try:
+        assert scrape(registry)[1][("looptrap_store_sessions", ())] == 1
+        other = tmp_path / "new.db"
+        writer = SQLiteStore(other)
+        for name in ("a", "b", "c"):
+            drive(Guard(store=writer, session=name), [("read_file", {"path": "a"})])
+        writer.close()
+        os.replace(other, path)
+        assert scrape(registry)[1][("looptrap_store_sessions", ())] == 3
+    finally:
+        store.close()

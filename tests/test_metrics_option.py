@@ -5,6 +5,7 @@ Redis stores, ``/metrics`` scraped over HTTP and parsed with prometheus-client's
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -222,3 +223,79 @@ def test_the_dashboard_will_not_start_without_its_metrics_address(tmp_path: Path
     bad = subprocess.run([*CLI, "dashboard", "--metrics", "[::1:80"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert "--metrics: not HOST:PORT: '[::1:80'" in bad.stderr
+
+
+# -- requests for another host; the store the configuration file names; the prometheus extra missing ---------
+def test_metrics_answer_requests_for_their_own_host_only(tmp_path: Path) -> None:
+    from test_dashboard import assert_only_own_host
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    drive(url)
+    port = free_port()
+    with serving("metrics", "serve", "--store", url, "--port", "0", lines=1) as lines:
+        where = served_at(lines[0])
+        assert_only_own_host(int(where.split(":")[2].split("/")[0]), "/metrics", "looptrap_store_sessions 3.0")
+    with serving("dashboard", "--store", url, "--port", "0", "--metrics", str(port), lines=2):
+        assert_only_own_host(port, "/metrics", "looptrap_store_sessions 3.0")
+
+
+def test_the_configuration_file_names_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOOPTRAP_STORE", raising=False)
+    url = f"sqlite:///{tmp_path / 'configured.db'}"
+    calls = drive(url)
+    config = tmp_path / "looptrap.toml"
+    config.write_text(f'store = "{url}"\n')
+    with serving("metrics", "serve", "--config", str(config), "--port", "0", lines=1) as lines:
+        assert lines[0].endswith(f" for {url}"), lines
+        assert_store_figures(served_at(lines[0]), calls)
+    with serving("dashboard", "--config", str(config), "--port", "0", lines=1) as lines:
+        assert f"dashboard of {url} at " in lines[0], lines
+        with urllib.request.urlopen(lines[0].rsplit(" at ", 1)[1] + "api/sessions", timeout=10) as r:
+            assert len(json.load(r)["sessions"]) == 3
+    config.write_text("store = 42\n")
+    for command in (["metrics", "serve"], ["dashboard"]):
+        got = subprocess.run([*CLI, *command, "--config", str(config)], capture_output=True, text=True, timeout=60)
+        assert got.returncode == 2
+        assert got.stderr.startswith("looptrap: ")
+        assert str(config) in got.stderr
+        assert got.stderr.count("\n") == 1
+
+
+def test_metrics_serve_without_the_extra_says_so_once() -> None:
+    hidden = (
+        "import sys; sys.modules['prometheus_client'] = None; from looptrap.cli.main import main; "
+        "raise SystemExit(main(['metrics', 'serve', '--port', '0']))"
+    )
+    got = subprocess.run([sys.executable, "-c", hidden], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 2
+    assert got.stderr == "looptrap: metrics serve needs the prometheus extra: pip install 'looptrap[prometheus]'\n"
+
+
+# -- the proxy: made-up tool names cannot take the real tools' labels ------------------------------------------
+@pytest.mark.parametrize("report_tool", [True, False], ids=["report-tool", "no-report-tool"])
+def test_made_up_tool_names_cannot_crowd_out_the_real_ones(tmp_path: Path, report_tool: bool) -> None:
+    need("the mcp package (pip install 'looptrap[mcp]')", importlib.util.find_spec("mcp") is not None)
+    from test_mcp_proxy import connect, proxied, run
+
+    port = free_port()
+    errlog = (tmp_path / "proxy.err").open("w+")
+
+    async def session() -> Samples:
+        import anyio
+
+        options = ["--metrics", f"127.0.0.1:{port}"] + ([] if report_tool else ["--no-report-tool"])
+        async with connect(proxied(*options), errlog=errlog) as s:
+            await s.list_tools()  # as a client does when it connects
+            for i in range(60):  # 60 tools the upstream never listed: more than the 50 label slots
+                await s.call_tool(f"made_up_tool_{i}", {"text": f"{i}"})
+            for i in range(3):
+                await s.call_tool("echo", {"text": f"note {i}"})
+            await s.call_tool("search_docs", {"query": "refund policy"})
+            return (await anyio.to_thread.run_sync(scrape, f"http://127.0.0.1:{port}/metrics"))[1]
+
+    samples = run(session)
+    errlog.close()
+    calls = {dict(labels)["tool"]: n for (name, labels), n in samples.items() if name == "looptrap_tool_calls_total"}
+    assert calls == {"echo": 3, "search_docs": 1, "other": 60}
+    signals = [dict(labels) for (name, labels), _ in samples.items() if name == "looptrap_signals_total"]
+    assert all(not s["tool"].startswith("made_up") for s in signals)

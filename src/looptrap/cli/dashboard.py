@@ -20,20 +20,31 @@ def add_parser(sub: Any) -> None:
     """Add the ``dashboard`` sub-command to the CLI's sub-parsers."""
     from looptrap.cli.metrics import add_metrics_option
     from looptrap.cli.sessions import add_store_option
+    from looptrap.dashboard.server import MAX_POLL, MIN_POLL
 
     d = sub.add_parser(
         "dashboard",
         help="a live web page over the sessions of a store",
-        description="Serve a small live web page over a SQLite or Redis store: active sessions with their "
-        "calls, call rate, signals and stale stretch, a runaway first; one session's recent calls with their "
-        "verdicts and what the model said it needed. On 127.0.0.1 by default; elsewhere a token is required (--token, "
-        f"${TOKEN_ENV}, or one made up and printed). See: looptrap docs dashboard.",
+        description="Serve a small live web page over a SQLite or Redis store (--store, else $LOOPTRAP_STORE, "
+        "else the store of the configuration file that --config names or that is found, else the SQLite file in "
+        "the user's cache folder): active sessions with their calls, call rate, signals and stale stretch, a "
+        "runaway first; one session's recent calls with their verdicts and what the model said it needed. The "
+        "store is read only while someone looks (a page open, an API request). On 127.0.0.1 by default; "
+        f"elsewhere a token is required (--token, ${TOKEN_ENV}, or one made up and printed). Requests for "
+        "another host name are refused (421). "
+        "See: looptrap docs dashboard.",
     )
     add_store_option(d)
     d.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     d.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: any free port)")
     d.add_argument("--token", help=f"require this token in every request (default: ${TOKEN_ENV})")
-    d.add_argument("--poll", type=float, default=1.0, metavar="S", help="seconds between store reads (default: 1)")
+    d.add_argument(
+        "--poll",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help=f"seconds between store reads while a page is open ({MIN_POLL:g} to {MAX_POLL:g}; default: 1)",
+    )
     add_metrics_option(d, "read from the store, as looptrap metrics serve does")
 
 
@@ -42,14 +53,16 @@ def run(args: argparse.Namespace) -> int:
     import secrets
     import threading
 
-    from looptrap.cli.metrics import MetricsUnavailable, listen, need_prometheus, store_metrics
-    from looptrap.cli.sessions import store_url
+    from looptrap.cli.metrics import MetricsUnavailable, listen, need_prometheus, store_metrics, store_of
     from looptrap.dashboard import Dashboard, is_loopback
+    from looptrap.dashboard.server import MAX_POLL, MIN_POLL, check_poll
     from looptrap.stores import open_store
     from looptrap.stores.url import redact
 
-    if not args.poll > 0:
-        return _error(f"--poll must be above 0, got {args.poll}")
+    try:
+        check_poll(args.poll)
+    except ValueError:
+        return _error(f"--poll must be a number of seconds from {MIN_POLL:g} to {MAX_POLL:g}, got {args.poll:g}")
     if args.metrics:
         try:
             need_prometheus("--metrics")
@@ -58,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is None and not is_loopback(args.host):
         token = secrets.token_urlsafe(18)
-    url = store_url(args.store)
     try:
+        url = store_of(args)
         store = open_store(url, create=False)
     except (ValueError, ImportError) as exc:
         return _error(str(exc))

@@ -17,7 +17,16 @@ if TYPE_CHECKING:
     from looptrap.engine.config import GuardConfig
     from looptrap.stores.base import Store
 
-__all__ = ["MetricsUnavailable", "add_metrics_option", "add_parser", "guard_metrics", "listen", "run", "store_metrics"]
+__all__ = [
+    "MetricsUnavailable",
+    "add_metrics_option",
+    "add_parser",
+    "guard_metrics",
+    "listen",
+    "run",
+    "store_metrics",
+    "store_of",
+]
 
 _EXTRA = "needs the prometheus extra: pip install 'looptrap[prometheus]'"
 
@@ -37,8 +46,10 @@ def add_parser(sub: Any) -> None:
         "serve",
         help="serve /metrics (default http://127.0.0.1:9464/metrics)",
         description="Serve Prometheus /metrics read from a store at each scrape: sessions held, active and "
-        "halted, and the tool calls of the busiest active sessions by rank (no session id is a label). Needs "
-        "the prometheus extra. See: looptrap docs metrics.",
+        "halted, and the tool calls of the busiest active sessions by rank (no session id is a label). The "
+        "store: --store, else $LOOPTRAP_STORE, else the configuration file's (--config), else the SQLite file "
+        "in the user's cache folder. Requests for another host name are refused (421). Needs the prometheus "
+        "extra. See: looptrap docs metrics.",
     )
     add_store_option(s)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
@@ -85,6 +96,25 @@ def listen(registry: CollectorRegistry | None, host: str, port: int) -> tuple[An
     return server, f"http://{shown}:{got}/metrics"
 
 
+def store_of(args: argparse.Namespace) -> str:
+    """The store URL of a command with ``--store`` and ``--config``: ``--store``, else ``$LOOPTRAP_STORE``,
+    else the configuration file's store, else the SQLite file in the user's cache folder (the order the hooks
+    use). Raises :class:`ValueError` (one line) for a configuration file that cannot be used."""
+    import os
+
+    from looptrap.cli.sessions import store_url
+
+    configured = None
+    if not args.store and not os.environ.get("LOOPTRAP_STORE"):
+        from looptrap.config_file import ConfigError, resolve
+
+        try:
+            configured = resolve(getattr(args, "config", None)).store
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+    return store_url(args.store, configured)
+
+
 def store_metrics(store: Store, active_seconds: float = 300.0) -> CollectorRegistry:
     """A registry of the figures read from ``store`` at each scrape (:class:`StoreCollector`)."""
     from prometheus_client import CollectorRegistry
@@ -113,17 +143,16 @@ def guard_metrics(config: GuardConfig, command: str, host: str, port: int) -> tu
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; a one-line error (exit 2) when it cannot start."""
     try:
-        need_prometheus("looptrap metrics serve")
+        need_prometheus("metrics serve")
     except MetricsUnavailable as exc:
         return _error(str(exc))
     import threading
 
-    from looptrap.cli.sessions import store_url
     from looptrap.stores import open_store
     from looptrap.stores.url import redact
 
-    url = store_url(args.store)
     try:
+        url = store_of(args)
         store = open_store(url, create=False)
     except (ValueError, ImportError) as exc:
         return _error(str(exc))

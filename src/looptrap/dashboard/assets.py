@@ -1,6 +1,8 @@
 """The dashboard page: HTML, script and style (served as files, so the page's CSP allows no inline code).
 
-The script builds every cell with ``textContent``: no text from a store is ever parsed as markup.
+The script builds every cell with ``textContent``: no text from a store is ever parsed as markup. A session is
+asked for by its exact id (``id``, sent as a URL parameter by ``URLSearchParams``) and shown as ``shown``
+(its invisible characters written out).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ APP_JS = r"""'use strict';
       if (s.halted) tr.className = 'halted';
       else if (s.signals.length) tr.className = 'alert';
       if (s.id === selected) tr.classList.add('selected');
-      cell(tr, s.id, 'id');
+      cell(tr, s.shown, 'id');
       cell(tr, String(s.calls), 'num calls');
       cell(tr, s.rate.toFixed(1), 'num rate');
       cell(tr, s.unreadable ? 'UNREADABLE' : s.signals.join(', ') || '-', 'signals');
@@ -115,11 +117,15 @@ APP_JS = r"""'use strict';
   }
 
   function detail() {
-    fetch('api/session' + q({ id: selected })).then((r) => r.ok ? r.json() : null).then((d) => {
+    const asked = selected;
+    fetch('api/session' + q({ id: asked })).then((r) => r.ok ? r.json() : null).then((d) => {
+      if (asked !== selected) return;  // another session was clicked meanwhile
       const box = document.getElementById('detail');
       if (!d) { box.hidden = true; return; }
       box.hidden = false;
-      document.getElementById('detail-id').textContent = d.id;
+      const id = document.getElementById('detail-id');
+      id.textContent = d.shown;
+      id.dataset.session = d.id;
       let summary = d.calls + ' calls in ' + d.turns + ' turn(s), escalation level ' + d.level +
         ', ' + d.stale + ' stale call(s) in a row';
       if (d.signals.length) summary += '; signals: ' + d.signals.join(', ');
@@ -170,7 +176,8 @@ table { border-collapse: collapse; width: 100%; background: #fff; }
 th, td { text-align: left; padding: .3em .6em; border-bottom: 1px solid #e3e6ec; }
 th { background: #eef0f4; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.id, td.call { font-family: ui-monospace, monospace; word-break: break-all; }
+td.id, td.call, #detail-id { font-family: ui-monospace, monospace; word-break: break-all; }
+td.id, #detail-id { white-space: pre-wrap; }
 tr { cursor: pointer; }
 tr.alert td { background: #fff4e0; }
 tr.alert td.signals { color: #9a4d00; font-weight: 600; }

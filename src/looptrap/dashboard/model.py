@@ -1,30 +1,62 @@
 """What the dashboard shows, read from a store: the sessions, busiest runaway first, and one session's detail.
 
 Everything here is plain data (JSON-ready); every text from a state goes through
-:mod:`looptrap.core.printable`, and the page sets it as text, never as markup.
+:mod:`looptrap.core.printable`, and the page sets it as text, never as markup. A session id is kept exactly
+as stored (``id``: what the page asks for again, byte for byte) and shown with its invisible characters
+written out (``shown``: see :func:`visible`).
+
+A read lists the sessions with their revisions (:mod:`looptrap.dashboard.source`) and decodes only the states
+that changed since the previous read: at 10,000 sessions a read that finds nothing new decodes nothing.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from looptrap.core.printable import one_line
 from looptrap.core.state import VERDICTS, Flag, SessionState
+from looptrap.dashboard.source import Entry, rows_of
 
 if TYPE_CHECKING:
     from looptrap.stores.base import Store
 
-__all__ = ["Board", "session_alerts"]
+__all__ = ["Board", "session_alerts", "visible"]
 
 _FLAGS = [(v, k.lower()) for k, v in vars(Flag).items() if isinstance(v, int) and not k.startswith("_")]
 _LEVELS = {1: "advised", 2: "blocked"}
 _RATE_WINDOW = 60.0  # seconds of samples the call rate is measured over
-_LOADED = 200  # sessions loaded in full at each poll (the most recently written)
-_ID_CHARS = 160
+_ID_CHARS = 160  # characters of a session id shown in the list (the session view shows all of it)
+# Characters that show as nothing (or as a blank) though they are letters or symbols: Hangul fillers, the
+# blank Braille pattern.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def visible(text: str, limit: int | None = None) -> str:
+    """``text`` with every character that does not show written out as an escape: control, format
+    (zero-width, bidirectional), separator and unassigned characters as ``\\xNN``, ``\\uNNNN`` or
+    ``\\UNNNNNNNN``, a space at either end as ``\\x20``, a backslash as ``\\\\``; so two ids that differ
+    look different. At most ``limit`` characters (cut with "...")."""
+    out = []
+    last = len(text) - 1
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == " ":
+            out.append("\\x20" if i in (0, last) else " ")
+        elif ch in _BLANK_LETTERS or unicodedata.category(ch)[0] in "CZ":
+            n = ord(ch)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+        else:
+            out.append(ch)
+        if limit is not None and len(out) > limit:
+            break
+    shown = "".join(out)
+    return shown if limit is None or len(shown) <= limit else shown[: max(0, limit - 3)] + "..."
 
 
 def session_alerts(
@@ -52,54 +84,109 @@ def _signals(state: SessionState) -> list[str]:
     return out
 
 
+class _Seen(NamedTuple):
+    """A session as last decoded: the listing's entry then, and its row (without rate and last write)."""
+
+    entry: Entry
+    row: dict[str, Any]
+
+
+def _session_row(session: str, state: SessionState | None) -> dict[str, Any]:
+    if state is None:
+        return {
+            "id": session,
+            "shown": visible(session, _ID_CHARS),
+            "calls": 0,
+            "turns": 0,
+            "level": 0,
+            "halted": None,
+            "unreadable": True,
+            "signals": [],
+            "stale": 0,
+            "needed": 0,
+        }
+    halted = state.halted.get("reason") if state.halted else None
+    return {
+        "id": session,
+        "shown": visible(session, _ID_CHARS),
+        "calls": state.calls,
+        "turns": state.turn,
+        "level": state.level,
+        "halted": one_line(str(halted), 80) if halted else None,
+        "unreadable": False,
+        "signals": _signals(state),
+        "stale": state.stale_run,
+        "needed": len(state.needed),
+    }
+
+
+class _Rate:
+    """A session's call rate over the last minute, from the points where its call count changed (an idle
+    session keeps one); started over when the session was reset (another generation, or a lower revision
+    or fewer calls than before)."""
+
+    def __init__(self) -> None:
+        self.points: deque[tuple[float, int]] = deque()  # (time, calls); the first at or before the window
+        self.first = 0.0  # when the counting started
+        self.gen, self.rev = "", 0
+
+    def add(self, now: float, entry: Entry, calls: int) -> float:
+        p = self.points
+        if p and (entry.gen != self.gen or entry.rev < self.rev or calls < p[-1][1]):
+            p.clear()  # a reset: the rate starts over
+        self.gen, self.rev = entry.gen, entry.rev
+        if not p:
+            self.first = now
+        if not p or p[-1][1] != calls:
+            p.append((now, calls))
+        start = max(self.first, now - _RATE_WINDOW)
+        while len(p) > 1 and p[1][0] <= start:
+            p.popleft()
+        return max(0.0, round((calls - p[0][1]) * 60.0 / (now - start), 1)) if now > start else 0.0
+
+
 class Board:
-    """The store, read every ``poll`` seconds by :meth:`refresh`; ``view()`` is the latest session list."""
+    """The store as of the last :meth:`refresh`: ``view()`` is the session list, ``version`` grows when it
+    changes. ``decoded``: states decoded so far (only those that changed between two reads); ``refreshes``:
+    reads of the store so far."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.rows = rows_of(store)
         self.clock = clock
         self._lock = threading.Lock()  # one store read at a time
-        self._samples: dict[str, deque[tuple[float, int]]] = {}
+        self._seen: dict[str, _Seen] = {}
+        self._rates: dict[str, _Rate] = {}
+        self._epoch = self.rows.epoch
         self._view: dict[str, Any] = {"sessions": [], "at": 0.0, "error": None}
+        self._read_at: float | None = None
         self.version = 0
+        self.decoded = 0
+        self.refreshes = 0
 
-    def refresh(self) -> dict[str, Any]:
-        """Read the store once; returns the new view (and bumps ``version`` when it changed)."""
+    def refresh(self, max_age: float = 0.0) -> dict[str, Any]:
+        """Read the store (unless it was read less than ``max_age`` seconds ago); returns the view (and bumps
+        ``version`` when it changed)."""
         with self._lock:
             now = self.clock()
+            if self._read_at is not None and 0 <= now - self._read_at < max_age:
+                return self._view
+            self._read_at = now
+            self.refreshes += 1
             try:
-                infos = sorted(self.store.sessions(), key=lambda i: -(i.updated or 0))
+                listing = self._read()
                 error = None
             except Exception as exc:  # noqa: BLE001 - shown on the page, the server keeps running
-                infos, error = [], one_line(str(exc), 300)
+                listing, error = [], one_line(str(exc), 300)
             rows = []
-            for n, info in enumerate(infos):
-                row: dict[str, Any] = {
-                    "id": one_line(info.session, _ID_CHARS),
-                    "calls": info.calls,
-                    "turns": info.turn,
-                    "level": info.level,
-                    "halted": one_line(info.halted, 80) if info.halted else None,
-                    "updated": info.updated,
-                    "unreadable": info.error is not None,
-                    "rate": self._rate(info.session, now, info.calls),
-                    "signals": [],
-                    "stale": 0,
-                    "needed": 0,
-                }
-                if n < _LOADED and info.error is None:
-                    try:
-                        snap = self.store.load(info.session)
-                    except Exception:  # noqa: BLE001 - an unreadable session is marked, the rest shown
-                        snap, row["unreadable"] = None, True
-                    if snap is not None:
-                        row["signals"] = _signals(snap.state)
-                        row["stale"] = snap.state.stale_run
-                        row["needed"] = len(snap.state.needed)
-                rows.append(row)
-            live = {i.session for i in infos}
-            for gone in [s for s in self._samples if s not in live]:
-                del self._samples[gone]
+            for entry in listing:
+                seen = self._seen.get(entry.session)
+                if seen is None:
+                    continue  # gone between the listing and the read of its state
+                rate = self._rates.get(entry.session)
+                if rate is None:
+                    rate = self._rates[entry.session] = _Rate()
+                rows.append({**seen.row, "updated": entry.updated, "rate": rate.add(now, entry, seen.row["calls"])})
             # A runaway first: running (not halted) with signals, then by call rate, then by calls.
             rows.sort(key=lambda r: (r["halted"] is None and bool(r["signals"]), r["rate"], r["calls"]), reverse=True)
             view = {"sessions": rows, "at": now, "error": error}
@@ -108,32 +195,46 @@ class Board:
             self._view = view
             return view
 
+    def _read(self) -> list[Entry]:
+        """List the sessions and decode the states that changed; forget the sessions that are gone."""
+        listing = self.rows.listing()
+        if self.rows.epoch != self._epoch:  # another file: nothing seen before applies
+            self._epoch = self.rows.epoch
+            self._seen.clear()
+            self._rates.clear()
+        changed = {}
+        for entry in listing:
+            seen = self._seen.get(entry.session)
+            if seen is None or seen.entry.token != entry.token:
+                changed[entry.session] = entry
+        for got in self.rows.states(list(changed)):
+            self.decoded += 1
+            session = got.entry.session
+            self._seen[session] = _Seen(changed[session], _session_row(session, got.state))
+        live = {e.session for e in listing}
+        for gone in [s for s in self._seen if s not in live]:
+            del self._seen[gone]
+            self._rates.pop(gone, None)
+        return listing
+
     def view(self) -> dict[str, Any]:
         """The latest session list (as of the last :meth:`refresh`)."""
         return self._view
 
-    def _rate(self, session: str, now: float, calls: int) -> float:
-        """Calls per minute over the last minute of samples."""
-        s = self._samples.get(session)
-        if s is None:
-            s = self._samples[session] = deque()
-        s.append((now, calls))
-        while len(s) > 2 and now - s[0][0] > _RATE_WINDOW:
-            s.popleft()
-        t0, c0 = s[0]
-        return round((calls - c0) * 60.0 / (now - t0), 1) if now > t0 else 0.0
-
     def session(self, session: str) -> dict[str, Any] | None:
-        """One session's detail: counters, calls per tool, what the model said it needed, recent calls with
-        their verdicts."""
+        """The session whose id is exactly ``session``: its counters, calls per tool, what the model said it
+        needed, recent calls with their verdicts (``None``: no such session)."""
         with self._lock:
-            snap = self.store.load(session)
-        if snap is None:
+            got = self.rows.one(session)
+        if got is None:
             return None
-        s = snap.state
+        s = got.state
+        if s is None:
+            raise ValueError(got.error or "unreadable")
         return {
-            "id": one_line(session, _ID_CHARS),
-            "rev": snap.rev,
+            "id": session,
+            "shown": visible(session),
+            "rev": got.entry.rev,
             "calls": s.calls,
             "turns": s.turn,
             "level": s.level,
@@ -144,6 +245,11 @@ class Board:
             "needed": [one_line(n, 500) for n in s.needed],
             "recent": recent_calls(s),
         }
+
+    def close(self) -> None:
+        """Release the board's own connection (not the store)."""
+        with self._lock:
+            self.rows.close()
 
 
 def recent_calls(s: SessionState) -> list[dict[str, Any]]:

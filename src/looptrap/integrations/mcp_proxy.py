@@ -5,7 +5,9 @@ it is (initialize, tools/list, resources, prompts, notifications, cancellation, 
 except ``tools/call``: each call is checked by the guard first. Advice and blocks are answered with a tool
 result that has ``isError: true`` and the advice, without calling the upstream tool; a halt is answered the
 same way with text that tells the model to stop and report. Results coming back are recorded. A
-``report_blocked`` tool is added to ``tools/list``.
+``report_blocked`` tool is added to ``tools/list``. The tools the upstream lists are passed on to the guard's
+metrics observers (``tools_listed``): only those keep or get a tool label of their own, so made-up tool names
+cannot crowd the real ones out of the metrics.
 
 Messages are forwarded in arrival order, except that a ``tools/call`` waits for its own check (which may wait
 on the guard's store) while the messages after it go on; calls stay in flight concurrently. Once the upstream
@@ -98,6 +100,9 @@ class GuardedSession:
         self._lists: set[Any] = set()  # tools/list ids
         self._inflight: dict[Any, str] = {}  # every forwarded request id -> method
         self._checking: set[Any] = set()  # tools/call ids whose check is under way
+        # metrics observers that label tools (PrometheusMetrics.tools_listed): told which tools the upstream lists
+        observers = getattr(getattr(guard, "config", None), "observers", ())
+        self._listed_to = [f for f in (getattr(o, "tools_listed", None) for o in observers) if callable(f)]
 
     def guarded(self, msg: Any) -> TypeGuard[JSONRPCRequest]:
         """Whether ``msg`` is a ``tools/call`` for the guard: :meth:`from_client` may then wait on the guard's
@@ -131,7 +136,7 @@ class GuardedSession:
                 text = refusal_text(verdict)
                 return [], [JSONRPCResponse(jsonrpc="2.0", id=msg.id, result=_text_result(text, is_error=True))]
             self._remember(self._calls, msg.id, (name, arguments))
-        elif msg.method == "tools/list" and self.report_tool:
+        elif msg.method == "tools/list" and (self.report_tool or self._listed_to):
             self._lists.add(msg.id)
         self._remember(self._inflight, msg.id, msg.method)
         return [msg], []
@@ -154,13 +159,27 @@ class GuardedSession:
                 record = partial(self.guard.record, name, arguments, msg.error.message, is_error=True)
         if msg.id in self._lists:
             self._lists.discard(msg.id)
-            if isinstance(msg, JSONRPCResponse) and not msg.result.get("nextCursor"):  # the last page only
-                tools = msg.result.setdefault("tools", [])
-                if isinstance(tools, list) and not any(
-                    isinstance(t, dict) and t.get("name") == self.report_tool for t in tools
-                ):
-                    tools.append(self._report_tool_definition())
+            if isinstance(msg, JSONRPCResponse):
+                self._tools_page(msg.result)
         return msg, record
+
+    def _tools_page(self, result: dict[str, Any]) -> None:
+        """A page of ``tools/list``: the report tool added to the last page; its tools passed on to the metrics
+        observers (names that are not strings left out)."""
+        if self.report_tool and not result.get("nextCursor"):  # the last page only
+            tools = result.setdefault("tools", [])
+            if isinstance(tools, list) and not any(
+                isinstance(t, dict) and t.get("name") == self.report_tool for t in tools
+            ):
+                tools.append(self._report_tool_definition())
+        tools = result.get("tools")
+        if self._listed_to and isinstance(tools, list):
+            listed = [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            for tell in self._listed_to:
+                try:
+                    tell(listed)
+                except Exception:  # an observer's bug must not take the connection down
+                    log.warning("looptrap mcp-proxy: a metrics observer failed on tools/list", exc_info=True)
 
     def orphaned(self, why: str) -> list[Any]:
         """The upstream is gone: errors for every request still waiting (forwarded, or being checked); from

@@ -4,18 +4,22 @@
 in this process: tool calls per tool, signals per kind, tool and action, halts per reason, alerts per rule,
 store errors; a histogram of tool calls per session (observed when a session ends: it halts, or makes no call
 for ``idle_seconds``); the active sessions, and the tool calls of the busiest ones by rank. :func:`serve` (or
-``looptrap metrics serve``) exposes ``/metrics`` on loopback.
+``looptrap metrics serve``) exposes ``/metrics`` on loopback, answering only requests addressed to it
+(see :mod:`looptrap.observe.serving`: host check, backlog, read deadline, bounded threads).
 
 Label values are bounded: no session id, argument or free text is ever a label; tool names (and kinds,
-reasons) beyond the first ``max_tools`` seen go under ``other``. The busiest sessions are labelled by rank
-(``rank="1"`` ...), not by id: ``looptrap dashboard`` names them.
+reasons) beyond the first ``max_tools`` seen go under ``other``. Once told which tools exist
+(:meth:`PrometheusMetrics.tools_listed`: the MCP proxy passes on the upstream server's ``tools/list``), only
+those get a label of their own: made-up names cannot take the slots. The busiest sessions are labelled by
+rank (``rank="1"`` ...), not by id: ``looptrap dashboard`` names them.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from looptrap.core.printable import one_line
@@ -36,18 +40,35 @@ CALL_BUCKETS = (5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 200.0, 500.0, 1000.0)
 OTHER = "other"
 _LABEL_CHARS = 64
 _SESSIONS = 10_000  # sessions followed at once for the per-session figures (the oldest is let go)
+_LISTED = 10_000  # names a list of known values keeps at most
 
 
 class LabelCap:
     """Bounded label values: the first ``limit`` distinct values as they are (one line, at most 64
-    characters), every later one as ``other``."""
+    characters), every later one as ``other``. After :meth:`only`, a value not in the lists given has no
+    label of its own (``other``), so values nobody listed cannot keep or take the slots."""
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError(f"the label limit must be at least 1, got {limit}")
         self.limit = limit
         self._known: dict[str, str] = {}
+        self._listed: set[str] | None = None  # None: every value may take a slot
         self._lock = threading.Lock()
+
+    def only(self, values: Iterable[str]) -> set[str]:
+        """From now on, only values given here (in this call or an earlier one, at most 10,000 in all) have
+        a slot: the ones that took a slot without being listed lose it. Returns the labels lost."""
+        with self._lock:
+            listed = self._listed if self._listed is not None else set()
+            for v in values:
+                if len(listed) >= _LISTED:
+                    break
+                if isinstance(v, str) and v:
+                    listed.add(v)
+            self._listed = listed
+            lost = {self._known.pop(v) for v in [v for v in self._known if v not in listed]}
+            return lost - set(self._known.values())
 
     def __call__(self, value: str | None) -> str:
         v = value or "none"
@@ -55,7 +76,7 @@ class LabelCap:
         if got is not None:
             return got
         with self._lock:
-            if len(self._known) >= self.limit:
+            if len(self._known) >= self.limit or (self._listed is not None and v not in self._listed):
                 return OTHER
             got = self._known[v] = one_line(v, _LABEL_CHARS) or "none"
             return got
@@ -135,6 +156,11 @@ class PrometheusMetrics(Observer):
         self._tool = LabelCap(max_tools)
         self._kind = LabelCap(64)
         self._reason = LabelCap(64)
+        # what each series with a tool label counted, so that a tool label lost to a list of the tools that
+        # exist (tools_listed) can be folded into "other"; bounded as the labels are
+        self._lock = threading.Lock()
+        self._calls: dict[tuple[str, ...], float] = {}
+        self._signals: dict[tuple[str, ...], float] = {}
         r = self.registry
         self.tool_calls = Counter(f"{namespace}_tool_calls", "Tool calls checked, per tool.", ["tool"], registry=r)
         self.signals = Counter(
@@ -158,16 +184,19 @@ class PrometheusMetrics(Observer):
         r.register(self.calls_per_session)
 
     def on_check(self, session: str, tool: str, verdict: Verdict, state: SessionState) -> None:
-        self.tool_calls.labels(self._tool(tool)).inc()
+        with self._lock:
+            _count(self.tool_calls, self._calls, (self._tool(tool),))
         if verdict.action == "halt" and not verdict.signals:
             return  # a halted session's later calls: it has ended
         self._sessions.call(session, state.calls)
 
     def on_verdict(self, session: str, tool: str | None, verdict: Verdict, state: SessionState) -> None:
-        t = self._tool(tool) if tool is not None else "none"
         for s in verdict.signals:
             action = "warn" if s.warn_only or verdict.action == "allow" else verdict.action
-            self.signals.labels(self._kind(s.kind), self._tool(s.tool) if s.tool else t, action).inc()
+            named = s.tool or tool
+            with self._lock:
+                labels = (self._kind(s.kind), self._tool(named) if named is not None else "none", action)
+                _count(self.signals, self._signals, labels)
             if s.kind == "alert":
                 self.alerts.labels(self._reason(s.reason)).inc()
         if verdict.action == "halt":
@@ -177,9 +206,35 @@ class PrometheusMetrics(Observer):
     def on_store_error(self, session: str, error: str) -> None:
         self.store_errors.inc()
 
+    def tools_listed(self, names: Iterable[str]) -> None:
+        """The tools that exist (an MCP server's ``tools/list``; called again, the lists add up): from now on
+        only these have a ``tool`` label of their own. A name that took one of the ``max_tools`` slots before
+        without being listed loses it: its series are removed and what they counted is added to ``other``
+        (the totals stay right); every later name not listed is counted as ``other``."""
+        with self._lock:
+            lost = self._tool.only(names)
+            if lost:
+                _fold(self.tool_calls, self._calls, 0, lost)
+                _fold(self.signals, self._signals, 1, lost)
+
     def active_sessions(self) -> list[float]:
         """The call counts of the sessions active now."""
         return self._sessions.active()
+
+
+def _count(counter: Any, counts: dict[tuple[str, ...], float], labels: tuple[str, ...]) -> None:
+    counter.labels(*labels).inc()
+    counts[labels] = counts.get(labels, 0.0) + 1
+
+
+def _fold(counter: Any, counts: dict[tuple[str, ...], float], at: int, lost: set[str]) -> None:
+    """The series whose label ``at`` is one of ``lost``, removed and added to the same series with ``other``."""
+    for labels in [k for k in counts if k[at] in lost]:
+        n = counts.pop(labels)
+        counter.remove(*labels)
+        other = (*labels[:at], OTHER, *labels[at + 1 :])
+        counter.labels(*other).inc(n)
+        counts[other] = counts.get(other, 0.0) + n
 
 
 class _LiveCollector:
@@ -224,10 +279,26 @@ class StoreCollector:
             clock,
         )
         self._lock = threading.Lock()
+        self._file: tuple[int, int] | None = None  # a SQLite store's file (device, inode) as last read
         self.scrape_errors = 0
 
     def describe(self) -> list[Metric]:
         return []
+
+    def _same_file(self) -> None:
+        """A SQLite store whose file was replaced (deleted and made again, or moved over) is opened again."""
+        from looptrap.stores.sqlite import SQLiteStore
+
+        if not isinstance(self.store, SQLiteStore) or self.store.path == ":memory:":
+            return
+        try:
+            st = os.stat(self.store.path)
+            ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            ident = None
+        if ident != self._file:
+            self.store.close()  # its next read opens the file now at the path
+            self._file = ident
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -235,6 +306,7 @@ class StoreCollector:
         ns = self.namespace
         with self._lock:  # one store read at a time (a store connection is not shared between threads)
             try:
+                self._same_file()
                 infos = list(self.store.sessions())
                 ok = True
             except Exception:  # noqa: BLE001 - an unreachable store is a figure, not a crashed endpoint
@@ -261,8 +333,14 @@ def serve(
 ) -> tuple[Any, threading.Thread]:
     """Serve ``/metrics`` of ``registry`` (default: the global one) in a daemon thread, on loopback by default;
     returns the server (``server.server_address`` has the port when ``port=0``; ``server.shutdown()`` stops
-    it) and its thread."""
-    from prometheus_client import REGISTRY, start_http_server
+    it) and its thread. The server answers only requests addressed to it (``Host``: a loopback name or
+    address, or ``host``, with its port; 421 otherwise), reads each request within 10 seconds and runs at
+    most 64 connection threads (:mod:`looptrap.observe.serving`)."""
+    from prometheus_client import REGISTRY, make_wsgi_app
 
-    server, thread = start_http_server(port, addr=host, registry=registry if registry is not None else REGISTRY)
+    from looptrap.observe.serving import serve_wsgi
+
+    server = serve_wsgi(make_wsgi_app(registry if registry is not None else REGISTRY), host, port)
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="looptrap-metrics")
+    thread.start()
     return server, thread

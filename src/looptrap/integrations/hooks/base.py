@@ -367,7 +367,9 @@ def _said(exc: Exception) -> str:
 def _store_note(guard: Any) -> str:
     if not guard.store_errors:
         return ""
-    return f"looptrap: the session store was unavailable ({guard.store_errors} failed update(s))"
+    from looptrap.core.figures import count
+
+    return f"looptrap: the session store was unavailable ({count(guard.store_errors, 'failed update')})"
 
 
 def _with_note(answer: Answer, note: str) -> Answer:
