@@ -55,7 +55,7 @@ def topics(base: Path) -> dict[str, str]:
 
 def anchor(heading: str) -> str:
     """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[`*]", "", heading.strip().lower())  # markup; an underscore inside a word stays
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
