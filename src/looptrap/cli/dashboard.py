@@ -37,7 +37,10 @@ def add_parser(sub: Any) -> None:
     add_store_option(d)
     d.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     d.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: any free port)")
-    d.add_argument("--token", help=f"require this token in every request (default: ${TOKEN_ENV})")
+    d.add_argument(
+        "--token",
+        help=f"require this token in every request (default: ${TOKEN_ENV}, which keeps it off the command line)",
+    )
     d.add_argument(
         "--poll",
         type=float,
