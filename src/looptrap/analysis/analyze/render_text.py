@@ -9,20 +9,19 @@ is not enough, by leaving columns out in a fixed order, named under the table wi
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from looptrap.analysis.analyze.run import Report
 from looptrap.analysis.analyze.session import SessionAnalysis
+from looptrap.core.columns import MIN_WIDTH, cols, ellipsis, fit, fit_end, head, tail, wrap, writable
+from looptrap.core.columns import width as report_width
 from looptrap.core.figures import count, duration, money, share
 from looptrap.core.printable import one_line
 
 __all__ = ["MIN_WIDTH", "render_text", "report_width", "worst"]
 
-#: The narrowest the report is laid out for; a narrower width is taken as this.
-MIN_WIDTH = 20
 _GAP = 2  # spaces between two columns
 _NEEDED_LINES = 4  # the most lines one of the texts of what the model said it needed takes
 
@@ -38,23 +37,6 @@ def worst(report: Report, n: int = 15) -> list[SessionAnalysis]:
     return sorted(report.sessions, key=key)[:n]
 
 
-def report_width(out: IO[str], width: int | None = None) -> int:
-    """The width to lay the report out for: ``width``, else ``$COLUMNS``, else the terminal's when ``out``
-    is one, else 80; never under :data:`MIN_WIDTH`."""
-    if width is None:
-        columns = os.environ.get("COLUMNS", "").strip()
-        if columns.isdigit() and int(columns) > 0:
-            width = int(columns)
-        elif _isatty(out):
-            try:
-                width = os.get_terminal_size(out.fileno()).columns or 80
-            except (OSError, ValueError, AttributeError):
-                width = 80
-        else:
-            width = 80
-    return max(width, MIN_WIDTH)
-
-
 def _isatty(out: IO[str]) -> bool:
     try:
         return out.isatty()
@@ -62,177 +44,105 @@ def _isatty(out: IO[str]) -> bool:
         return False
 
 
-# -- text measured in terminal cells ---------------------------------------------------------------------
-
-
-def _cells(text: str) -> int:
-    from rich.cells import cell_len
-
-    return cell_len(text)
-
-
-def _head(text: str, width: int) -> str:
-    """The longest start of ``text`` at most ``width`` cells wide."""
-    from rich.cells import get_character_cell_size
-
-    used = 0
-    for i, ch in enumerate(text):
-        used += get_character_cell_size(ch)
-        if used > width:
-            text = text[:i]
-            break
-    while text and _cells(text) > width:  # a sequence rich measures as wider than its characters
-        text = text[:-1]
-    return text
-
-
-def _tail(text: str, width: int) -> str:
-    """The longest end of ``text`` at most ``width`` cells wide, not starting with a combining mark (it
-    would land on the ellipsis)."""
-    return _head(text[::-1], width)[::-1].lstrip(_ZERO_WIDTH_START)
-
-
-_ZERO_WIDTH_START = "".join(chr(c) for c in range(0x300, 0x370))  # the combining diacritical marks
-
-
 @dataclass(slots=True)
 class _Marks:
-    """The characters the report draws with: Unicode, or ASCII for an output that cannot encode it."""
+    """The characters the report draws with: Unicode, or ASCII for an output that cannot encode them."""
 
     ellipsis: str = "…"
     rule: str = "─"
 
     @classmethod
     def for_output(cls, out: IO[str]) -> _Marks:
-        try:
-            "…─".encode(getattr(out, "encoding", None) or "utf-8")
-        except (UnicodeEncodeError, LookupError):
-            return cls("...", "-")
-        return cls()
+        return cls(ellipsis(out), "─" if writable("─", out) else "-")
 
 
-def _cut_end(text: str, width: int, m: _Marks) -> str:
-    if _cells(text) <= width:
-        return text
-    if width <= _cells(m.ellipsis):
-        return _head(text, width)
-    return _head(text, width - _cells(m.ellipsis)) + m.ellipsis
+# -- the report's cuts (text measured and cut by looptrap.core.columns) -----------------------------------
 
 
-def _cut_middle(text: str, width: int, m: _Marks) -> str:
-    """Both ends kept: an id's or a path's distinctive part is often at the end, its kind at the start."""
-    if _cells(text) <= width:
-        return text
-    room = width - _cells(m.ellipsis)
-    if room < 4:
-        return _cut_end(text, width, m)
-    head = _head(text, room // 2)
-    return head + m.ellipsis + _tail(text, room - _cells(head))
-
-
-def _cut_loop(text: str, width: int, m: _Marks) -> str:
+def _cut_loop(text: str, width: int, mark: str) -> str:
     """A loop's kind and call numbers kept whole; its tool, in brackets at the end, cut first."""
-    if _cells(text) <= width or not text.endswith(")") or " (" not in text:
-        return _cut_end(text, width, m)
+    if cols(text) <= width or not text.endswith(")") or " (" not in text:
+        return fit_end(text, width, mark)
     base, _, tool = text[:-1].rpartition(" (")
-    room = width - _cells(base) - 3
-    if room < 1 + _cells(m.ellipsis):
-        return _cut_end(base, width, m)
-    return f"{base} ({_cut_middle(tool, room, m)})"
+    room = width - cols(base) - 3
+    if room < 1 + cols(mark):
+        return fit_end(base, width, mark)
+    return f"{base} ({fit(tool, room, mark)})"
 
 
-def _cut_call(text: str, width: int, m: _Marks) -> str:
+def _cut_call(text: str, width: int, mark: str) -> str:
     """A call (``tool arguments``): the tool kept whole where it can be, then its arguments cut."""
     tool, sep, args = text.partition(" ")
-    room = width - _cells(tool) - 1
+    room = width - cols(tool) - 1
     if not sep or room < 8:
-        return _cut_middle(text, width, m)
-    return f"{tool} {_cut_arguments(args, room, m)}"
+        return fit(text, width, mark)
+    return f"{tool} {_cut_arguments(args, room, mark)}"
 
 
-def _cut_arguments(text: str, width: int, m: _Marks) -> str:
+def _cut_arguments(text: str, width: int, mark: str) -> str:
     """Arguments written as a JSON object: as many of its keys as leave enough of the first value (a
     command, a path, a query: what tells calls apart), then ``…``, each value cut to the same most cells (a
     path keeps more of its end, other text its start); at least the first key. Other arguments are cut in
     the middle."""
-    if _cells(text) <= width:
+    if cols(text) <= width:
         return text
     try:
         value = json.loads(text)
     except ValueError:
         value = None
     if not isinstance(value, dict) or not value:
-        return _cut_middle(text, width, m)
+        return fit(text, width, mark)
     items = [(json.dumps(str(k), ensure_ascii=False), v) for k, v in list(value.items())[:16]]
-    longest = max(_cells(_compact(v)) for _, v in items)
-    first = _cells(_compact(items[0][1]))
+    longest = max(cols(_compact(v)) for _, v in items)
+    first = cols(_compact(items[0][1]))
     for keep in range(len(items), 0, -1):
-        more = "" if keep == len(value) else "," + m.ellipsis
+        more = "" if keep == len(value) else "," + mark
 
         def written(cap: int, keep: int = keep, more: str = more) -> str:
             # printable again: a value's JSON escapes (a bidirectional override) are characters once parsed
-            body = ",".join(f"{k}:{_cut_value(v, cap, m)}" for k, v in items[:keep])
+            body = ",".join(f"{k}:{_cut_value(v, cap, mark)}" for k, v in items[:keep])
             return one_line("{" + body + more + "}", 4 * len(text) + 8)
 
         low, high, best = 6, longest, None
         while low <= high:  # the largest cap at which the object fits
             mid = (low + high) // 2
-            if _cells(written(mid)) <= width:
+            if cols(written(mid)) <= width:
                 best, low = mid, mid + 1
             else:
                 high = mid - 1
         if best is not None and (best >= min(first, max(8, width // (keep + 2))) or keep == 1):
             return written(best)
-    return _cut_middle(text, width, m)
+    return fit(text, width, mark)
 
 
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _cut_value(value: Any, cap: int, m: _Marks) -> str:
+def _cut_value(value: Any, cap: int, mark: str) -> str:
     text = _compact(value)
-    if _cells(text) <= cap:
+    if cols(text) <= cap:
         return text
     if not isinstance(value, str):
-        return _cut_end(text, cap, m)
+        return fit_end(text, cap, mark)
     inner, room = text[1:-1], cap - 2
     if "/" in value and not any(c.isspace() for c in value):  # a path or a URL: its end tells it apart
-        head = _head(inner, (room - _cells(m.ellipsis)) // 4)
-        return f'"{head}{m.ellipsis}{_tail(inner, room - _cells(m.ellipsis) - _cells(head))}"'
-    return f'"{_cut_end(inner, room, m)}"'
+        start = head(inner, (room - cols(mark)) // 4)
+        return f'"{start}{mark}{tail(inner, room - cols(mark) - cols(start))}"'
+    return f'"{fit_end(inner, room, mark)}"'
 
 
 def _wrap(text: str, width: int, indent: int = 2) -> list[str]:
-    """``text`` in lines of at most ``width`` cells, broken at spaces (a word longer than a line fills the
-    line it starts on and is broken where it must); lines after the first are indented by ``indent`` more
-    than the first."""
-    lines: list[str] = []
-    line = first = " " * min(len(text) - len(text.lstrip(" ")), width // 4)
-    pad = first + " " * min(indent, width // 4)
-    for word in text.split():
-        gap = " " if line.strip() else ""
-        if _cells(line) + len(gap) + _cells(word) <= width:
-            line += gap + word
-            continue
-        if line.strip() and _cells(pad) + _cells(word) <= width:
-            lines.append(line)
-            line = pad + word
-            continue
-        line += gap + word
-        while _cells(line) > width:
-            part = _head(line, width)
-            part = part if len(part) > len(pad) else line[: len(pad) + 1]  # a character a line at least
-            lines.append(part)
-            line = pad + line[len(part) :]
-    if line.strip():
-        lines.append(line)
-    return lines
+    """``text`` in lines of at most ``width`` cells, broken at spaces (:func:`looptrap.core.columns.wrap`):
+    its leading spaces kept, the lines after the first indented by ``indent`` more (each at most a quarter of
+    the width)."""
+    lead = min(len(text) - len(text.lstrip(" ")), width // 4)
+    return wrap(" " * lead, text.lstrip(" "), width, indent=lead, hang=min(indent, width // 4))
 
 
 # -- tables ----------------------------------------------------------------------------------------------
 
-_Cut = Callable[[str, int, _Marks], str]
+_Cut = Callable[[str, int, str], str]  # text, width, the ellipsis
 
 
 @dataclass(slots=True)
@@ -255,7 +165,7 @@ class _Column:
 
     @property
     def natural(self) -> int:
-        return max([_cells(self.name), *(_cells(c) for c in self.cells)])
+        return max([cols(self.name), *(cols(c) for c in self.cells)])
 
     def floor(self, comfortable: bool) -> int:
         if self.cut is None:
@@ -310,8 +220,8 @@ def _table(
     def line(cells: list[str]) -> str:
         parts = []
         for c, w, text in zip(shown, widths, cells, strict=True):
-            text = text if c.cut is None else c.cut(text, w, m)
-            pad = " " * max(w - _cells(text), 0)
+            text = text if c.cut is None else c.cut(text, w, m.ellipsis)
+            pad = " " * max(w - cols(text), 0)
             parts.append(pad + text if c.right else text + pad)
         return (" " * _GAP).join(parts).rstrip()
 
@@ -320,7 +230,7 @@ def _table(
     for r in range(rows):
         row = [c.cells[r] for c in shown]
         text = line(row)
-        cut = cut or any(c.cut is not None and _cells(v) > w for c, w, v in zip(shown, widths, row, strict=True))
+        cut = cut or any(c.cut is not None and cols(v) > w for c, w, v in zip(shown, widths, row, strict=True))
         body.append(text)
     _say(console, title, width, "bold")
     _say(console, line([c.name for c in shown]), width, "bold", wrap=False)
@@ -383,14 +293,14 @@ def _sessions_table(report: Report) -> tuple[str, list[_Column]]:
         if verdicts
         else ": outliers, then by calls"
     )
-    cols = [
-        _Column("session", "", _cut_middle, least=10, comfort=20, right=False),
+    columns = [
+        _Column("session", "", fit, least=10, comfort=20, right=False),
         _Column("calls", "calls: tool calls"),
         _Column("distinct", "distinct: distinct calls (tool and arguments)", drop=3),
         _Column("x", "x: calls per distinct call", drop=6),
     ]
     if verdicts:
-        cols += [
+        columns += [
             _Column(
                 "stale",
                 "stale: the longest run of calls that repeated an earlier call and got the same result back",
@@ -409,7 +319,7 @@ def _sessions_table(report: Report) -> tuple[str, list[_Column]]:
             ),
             _Column("spent", "spent: calls / cost from the loop's onset to its end", drop=5),
         ]
-    cols.append(
+    columns.append(
         _Column("interval", "interval: the median time between calls (band: a tight band at machine speed)", drop=2)
     )
     marks = [
@@ -425,12 +335,12 @@ def _sessions_table(report: Report) -> tuple[str, list[_Column]]:
         for a in rows
     ]
     if any(marks):
-        cols.append(
+        columns.append(
             _Column(
                 "marks",
                 "marks: outlier (far more calls than the fleet's sessions), converged (no new call in its second "
                 "half), bursts (runs of identical calls closer than --burst-ms)",
-                _cut_end,
+                fit_end,
                 least=7,
                 comfort=12,
                 drop=1,
@@ -438,7 +348,7 @@ def _sessions_table(report: Report) -> tuple[str, list[_Column]]:
                 cells=marks,
             )
         )
-    by = {c.name: c for c in cols}
+    by = {c.name: c for c in columns}
     for a in rows:
         by["session"].cells.append(_shown(a.session))
         by["calls"].cells.append(count(a.tool_calls))
@@ -455,38 +365,40 @@ def _sessions_table(report: Report) -> tuple[str, list[_Column]]:
         by["interval"].cells.append(
             "-" if not iv else _interval(iv["median_s"]) + (" band" if iv["machine_band"] else "")
         )
-    return title, cols
+    return title, columns
 
 
 def _signatures_table(report: Report) -> tuple[str, list[_Column]]:
     top = report.fleet["top_signatures"][:10]
-    cols = [
+    columns = [
         _Column("calls", "calls: times it was made"),
         _Column("sessions", "sessions: sessions that made it", drop=2),
         _Column("max", "max: the most made in one session", drop=1),
         _Column("call", "call: the tool and its arguments as written", _cut_call, least=12, comfort=40, right=False),
     ]
     for row in top:
-        cols[0].cells.append(count(row["calls"]))
-        cols[1].cells.append(count(row["sessions"]))
-        cols[2].cells.append(count(row["max_in_session"]))
-        cols[3].cells.append(_shown(f"{row['tool']} {row['args']}"))
-    return "most repeated calls (sort | uniq -c)", cols
+        columns[0].cells.append(count(row["calls"]))
+        columns[1].cells.append(count(row["sessions"]))
+        columns[2].cells.append(count(row["max_in_session"]))
+        columns[3].cells.append(_shown(f"{row['tool']} {row['args']}"))
+    return "most repeated calls (sort | uniq -c)", columns
 
 
 def _tools_table(report: Report) -> tuple[str, list[_Column]]:
-    cols = [
-        _Column("tool", "", _cut_middle, least=8, comfort=16, right=False),
+    columns = [
+        _Column("tool", "", fit, least=8, comfort=16, right=False),
         _Column("calls", "calls: its calls"),
         _Column("sessions", "sessions: sessions that called it", drop=1),
     ]
     if report.detectors:
-        cols.append(_Column("loop rate", "loop rate: the share of those sessions whose loop was on this tool", drop=4))
-    cols += [
+        columns.append(
+            _Column("loop rate", "loop rate: the share of those sessions whose loop was on this tool", drop=4)
+        )
+    columns += [
         _Column("empty", "empty: the share of its results that were empty", drop=3),
         _Column("errors", "errors: the share of its results that were errors", drop=2),
     ]
-    by = {c.name: c for c in cols}
+    by = {c.name: c for c in columns}
     for row in report.fleet["tools"][:10]:
         by["tool"].cells.append(_shown(row["tool"]))
         by["calls"].cells.append(count(row["calls"]))
@@ -498,7 +410,7 @@ def _tools_table(report: Report) -> tuple[str, list[_Column]]:
         by["empty"].cells.append(share(row["empty"], row["results"]))
         by["errors"].cells.append(share(row["errors"], row["results"]))
     title = "tools: those agents looped on first, then by calls"
-    return title if report.detectors else "tools, by calls", cols
+    return title if report.detectors else "tools, by calls", columns
 
 
 def _summary(report: Report) -> list[tuple[str, str]]:
@@ -585,10 +497,10 @@ def render_text(report: Report, out: IO[str], *, color: bool | None = None, widt
         tables.append(_signatures_table(report))
     if f["tools"]:
         tables.append(_tools_table(report))
-    for title, cols in tables:
-        if cols[0].cells:
+    for title, columns in tables:
+        if columns[0].cells:
             console.print()
-            _table(console, title, cols, width, m)
+            _table(console, title, columns, width, m)
     if report.detectors and f["shapes"]:
         console.print()
         shapes = ", ".join(f"{_shown(k)} {count(v)}" for k, v in f["shapes"].items())
@@ -597,9 +509,9 @@ def render_text(report: Report, out: IO[str], *, color: bool | None = None, widt
         console.print()
         _say(console, f"what the model said it needed ({count(len(f['needed']), 'text')}):", width, "bold")
         for item in f["needed"][:10]:
-            who = _cut_middle(_shown(item["session"]), max(10, width // 3), m)
+            who = fit(_shown(item["session"]), max(10, width // 3), m.ellipsis)
             lines = _wrap(f"  {who}: {one_line(str(item['text']), 300)}", width)
             if len(lines) > _NEEDED_LINES:  # --json holds every text
                 lines = lines[:_NEEDED_LINES]
-                lines[-1] = _head(lines[-1], width - _cells(m.ellipsis)) + m.ellipsis
+                lines[-1] = head(lines[-1], width - cols(m.ellipsis)) + m.ellipsis
             _lines(console, lines)
