@@ -46,7 +46,7 @@ class Matrix:
         from looptrap.core.columns import width as terminal_width
         from looptrap.core.figures import count
 
-        room = width or terminal_width()
+        room = terminal_width(None, width)
         head = "fault"
         if self.baseline:
             head = "fault (no guard -> guard)"
