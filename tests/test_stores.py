@@ -803,3 +803,83 @@ def test_a_redis_record_of_the_previous_layout_is_read_and_moved(redis_url: str)
     assert loaded is not None
     assert loaded.state.calls == 6
     store.close()
+
+
+# -- listing without decoding, and loading many ---------------------------------------------------------
+def test_a_listing_names_each_write_and_load_many_decodes_only_what_is_asked(store: Store) -> None:
+    store.update("a", bump)
+    store.update("b", bump)
+    before = {x.session: x.token for x in store.listing()}
+    assert set(before) == {"a", "b"}
+    store.update("b", bump)
+    after = {x.session: x.token for x in store.listing()}
+    assert after["a"] == before["a"]
+    assert after["b"] != before["b"]
+    got = store.load_many(["b", "missing", "a", "b", "bad id\n"])
+    assert [(x.listed.session, x.state.calls if x.state else None) for x in got] == [("b", 2), ("a", 1)]
+    assert store.delete("a")
+    assert [x.session for x in store.listing()] == ["b"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_load_many_gives_an_unreadable_state_as_an_error(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = make_store(kind, tmp_path, request)
+    store.update("good", bump)
+    spoil(kind, store, "bad", "corrupt")
+    assert {x.session for x in store.listing()} == {"good", "bad"}
+    got = {x.listed.session: x for x in store.load_many(["good", "bad"])}
+    assert got["good"].state is not None
+    assert got["good"].error is None
+    assert got["bad"].state is None
+    assert got["bad"].error
+    store.close()
+
+
+def test_a_store_of_your_own_lists_and_loads_through_its_own_api() -> None:
+    class Mine(MemoryStore):
+        listing = Store.listing  # the defaults, built on sessions() and load()
+        load_many = Store.load_many
+
+    store = Mine()
+    store.update("a", bump)
+    assert [(x.session, x.rev) for x in store.listing()] == [("a", 1)]
+    assert [x.state.calls for x in store.load_many(["a", "zz"]) if x.state] == [1]
+
+
+def test_a_reader_follows_a_replaced_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    writer = SQLiteStore(path)
+    writer.update("old", bump)
+    reader = SQLiteStore(path, create=False)  # as the CLI, the dashboard and /metrics open it
+    assert [x.session for x in reader.listing()] == ["old"]
+    writer.close()
+    for leftover in tmp_path.glob("s.db*"):
+        leftover.unlink()
+    assert reader.listing() == []
+    assert reader.load("old") is None
+    assert not path.exists()
+    fresh = SQLiteStore(path)
+    fresh.update("new", bump)
+    assert [x.session for x in reader.listing()] == ["new"]  # the file now at the path
+    assert [x.listed.session for x in reader.load_many(["new", "old"])] == ["new"]
+    fresh.update("new", bump)  # another connection's commit: listed anew
+    assert [x.rev for x in reader.listing()] == [2]
+    fresh.close()
+    reader.close()
+
+
+def test_a_read_only_sqlite_reader_never_writes_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    writer = SQLiteStore(path)
+    writer.update("a", bump)
+    writer.close()
+    data = path.read_bytes()
+    reader = SQLiteStore(path, create=False)
+    assert [x.session for x in reader.listing()] == ["a"]
+    assert [x.state.calls for x in reader.load_many(["a"]) if x.state] == [1]
+    reader.close()
+    assert path.read_bytes() == data  # not a byte written (SQLite may leave an empty -wal beside it)
+    wal = tmp_path / "s.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0

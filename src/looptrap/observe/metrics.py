@@ -16,11 +16,10 @@ rank (``rank="1"`` ...), not by id: ``looptrap dashboard`` names them.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from looptrap.core.printable import one_line
 from looptrap.observe.base import Observer
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 
     from looptrap.core.state import SessionState
     from looptrap.core.types import Verdict
-    from looptrap.stores.base import Store
+    from looptrap.stores.base import Listed, Store
 
 __all__ = ["CALL_BUCKETS", "LabelCap", "PrometheusMetrics", "StoreCollector", "serve"]
 
@@ -257,10 +256,21 @@ class _LiveCollector:
         yield _top_family(m.namespace, counts, m.top)
 
 
+class _Figures(NamedTuple):
+    """What the collector keeps of a session's state, as of the write ``token`` names."""
+
+    token: tuple[int, str, float | None]
+    calls: int
+    halted: bool
+    readable: bool
+
+
 class StoreCollector:
     """Metrics read from a store when scraped (for ``looptrap metrics serve --store URL``: hooks and proxies
     are other processes): sessions in the store, active ones (written within ``active_seconds``), halted
-    ones, and the tool calls of the busiest active sessions by rank."""
+    ones, and the tool calls of the busiest active sessions by rank. A scrape lists the sessions
+    (:meth:`Store.listing <looptrap.stores.base.Store.listing>`) and decodes only the states written since the
+    last one."""
 
     def __init__(
         self,
@@ -279,26 +289,23 @@ class StoreCollector:
             clock,
         )
         self._lock = threading.Lock()
-        self._file: tuple[int, int] | None = None  # a SQLite store's file (device, inode) as last read
+        self._known: dict[str, _Figures] = {}  # the figures of each session as of its last write read
         self.scrape_errors = 0
 
     def describe(self) -> list[Metric]:
         return []
 
-    def _same_file(self) -> None:
-        """A SQLite store whose file was replaced (deleted and made again, or moved over) is opened again."""
-        from looptrap.stores.sqlite import SQLiteStore
-
-        if not isinstance(self.store, SQLiteStore) or self.store.path == ":memory:":
-            return
-        try:
-            st = os.stat(self.store.path)
-            ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
-        except OSError:
-            ident = None
-        if ident != self._file:
-            self.store.close()  # its next read opens the file now at the path
-            self._file = ident
+    def _read(self) -> list[tuple[Listed, _Figures]]:
+        """Every stored session with its figures, decoding only the states written since the last read."""
+        listing = self.store.listing()
+        known = self._known
+        changed = {x.session: x for x in listing if (k := known.get(x.session)) is None or k.token != x.token}
+        for got in self.store.load_many(list(changed)):
+            s, token = got.state, changed[got.listed.session].token
+            figures = _Figures(token, s.calls, bool(s.halted), True) if s else _Figures(token, 0, False, False)
+            known[got.listed.session] = figures
+        self._known = {x.session: known[x.session] for x in listing if x.session in known}
+        return [(x, self._known[x.session]) for x in listing if x.session in self._known]
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -306,24 +313,23 @@ class StoreCollector:
         ns = self.namespace
         with self._lock:  # one store read at a time (a store connection is not shared between threads)
             try:
-                self._same_file()
-                infos = list(self.store.sessions())
+                sessions = self._read()
                 ok = True
             except Exception:  # noqa: BLE001 - an unreachable store is a figure, not a crashed endpoint
                 self.scrape_errors += 1
-                infos, ok = [], False
+                sessions, ok = [], False
         yield GaugeMetricFamily(f"{ns}_store_up", "1 if the store could be read at this scrape.", value=int(ok))
         yield CounterMetricFamily(
             f"{ns}_store_scrape_errors", "Scrapes that could not read the store.", value=self.scrape_errors
         )
         cutoff = self.clock() - self.active_seconds
         active = [
-            float(i.calls) for i in infos if i.error is None and i.updated and i.updated >= cutoff and not i.halted
+            float(f.calls) for x, f in sessions if f.readable and x.updated and x.updated >= cutoff and not f.halted
         ]
-        yield GaugeMetricFamily(f"{ns}_store_sessions", "Sessions the store holds.", value=len(infos))
+        yield GaugeMetricFamily(f"{ns}_store_sessions", "Sessions the store holds.", value=len(sessions))
         yield GaugeMetricFamily(f"{ns}_active_sessions", "Sessions with a recent tool call.", value=len(active))
         yield GaugeMetricFamily(
-            f"{ns}_halted_sessions", "Halted sessions the store holds.", value=sum(1 for i in infos if i.halted)
+            f"{ns}_halted_sessions", "Halted sessions the store holds.", value=sum(1 for _, f in sessions if f.halted)
         )
         yield _top_family(ns, active, self.top)
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from looptrap.stores.base import (
     DEFAULT_TTL,
     AsyncStore,
+    Listed,
+    Loaded,
     SessionIdError,
     SessionInfo,
     Snapshot,
@@ -29,6 +31,8 @@ __all__ = [
     "DEFAULT_TTL",
     "AsyncRedisStore",
     "AsyncStore",
+    "Listed",
+    "Loaded",
     "MemoryStore",
     "RedisStore",
     "SQLiteStore",

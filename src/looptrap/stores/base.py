@@ -14,7 +14,7 @@ import math
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import NamedTuple, TypeVar
 
 import orjson
@@ -28,6 +28,8 @@ __all__ = [
     "MAX_SESSION",
     "MAX_STATE_BYTES",
     "AsyncStore",
+    "Listed",
+    "Loaded",
     "SessionIdError",
     "SessionInfo",
     "Snapshot",
@@ -88,6 +90,30 @@ class SessionInfo(NamedTuple):
     @classmethod
     def unreadable(cls, session: str, rev: int, updated: float | None, error: str) -> SessionInfo:
         return cls(session, rev, updated, 0, 0, 0, None, error)
+
+
+class Listed(NamedTuple):
+    """One stored session as :meth:`Store.listing` names it, its state not read: the revision, the record's
+    generation (``""``: not known) and the time of the last write (``None``: not known)."""
+
+    session: str
+    rev: int
+    gen: str = ""
+    updated: float | None = None
+
+    @property
+    def token(self) -> tuple[int, str, float | None]:
+        """What changes with every write of the session: a token unlike the last one seen means it was written."""
+        return self.rev, self.gen, self.updated
+
+
+class Loaded(NamedTuple):
+    """A session's decoded state as :meth:`Store.load_many` gives it (``state`` ``None``: it cannot be
+    read, and ``error`` says why)."""
+
+    listed: Listed
+    state: SessionState | None
+    error: str | None = None
 
 
 def encode_state(state: SessionState) -> bytes:
@@ -173,6 +199,28 @@ class Store(ABC):
     def sessions(self) -> Iterator[SessionInfo]:
         """Every stored session (for inspection; order unspecified; unreadable ones with ``error`` set)."""
 
+    def listing(self) -> list[Listed]:
+        """Every stored session, without decoding its state (order unspecified; expired ones left out, an
+        unreadable one listed): what a reader that follows many sessions compares with its last listing
+        (:attr:`Listed.token`) to decode only the sessions written since, with :meth:`load_many`. This
+        default lists them through :meth:`sessions`, which decodes every state: backends override it."""
+        return [Listed(i.session, i.rev, "", i.updated) for i in self.sessions()]
+
+    def load_many(self, sessions: Iterable[str]) -> list[Loaded]:
+        """The decoded states of ``sessions``, in the order asked, each once; a session not stored is left out,
+        one whose state cannot be read is given with ``error`` set (never raised). Raises
+        :class:`StoreError` when the store cannot be read. This default loads them one by one (:meth:`load`)."""
+        out = []
+        for session in wanted(sessions):
+            try:
+                snap = self.load(session)
+            except UnreadableStateError as exc:
+                out.append(Loaded(Listed(session, 0), None, one_line(str(exc), 300)))
+                continue
+            if snap is not None:
+                out.append(Loaded(Listed(session, snap.rev, snap.gen), snap.state))
+        return out
+
     def reset_hint(self, session: str) -> str:
         """How to get rid of a session's unusable record."""
         return f"reset it: looptrap sessions reset {shown_session(session)} --store {self.url}"
@@ -226,6 +274,19 @@ def unreadable(session: str, why: str, hint: Hint) -> UnreadableStateError:
         f"session {shown_session(session)}: its stored state cannot be read ({one_line(why, 300)})"
         + (f"; {hint(session)}" if hint else "")
     )
+
+
+def wanted(sessions: Iterable[str]) -> list[str]:
+    """The session ids a store could hold among ``sessions``, each once, in order."""
+    return list(dict.fromkeys(s for s in sessions if valid_session(s)))
+
+
+def loaded(listed: Listed, data: bytes | str | None) -> Loaded:
+    """A listed session with its stored state decoded (or why it cannot be)."""
+    try:
+        return Loaded(listed, read_state(data, listed.session, None))
+    except UnreadableStateError as exc:
+        return Loaded(listed, None, one_line(str(exc), 300))
 
 
 def read_state(data: bytes | str | None, session: str, hint: Hint) -> SessionState:

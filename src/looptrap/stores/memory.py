@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from looptrap.core.printable import one_line
 from looptrap.core.state import SessionState
@@ -12,6 +12,8 @@ from looptrap.stores.base import (
     DEFAULT_TTL,
     MAX_SESSION,
     Change,
+    Listed,
+    Loaded,
     R,
     SessionInfo,
     Snapshot,
@@ -20,9 +22,11 @@ from looptrap.stores.base import (
     check_session,
     check_ttl,
     expired,
+    loaded,
     new_gen,
     read_state,
     valid_session,
+    wanted,
     write_state,
 )
 
@@ -77,6 +81,21 @@ class MemoryStore(Store):
                     yield SessionInfo.of(session, rev, updated, read_state(data, session, None))
                 except UnreadableStateError as exc:
                     yield SessionInfo.unreadable(session, rev, updated, str(exc))
+
+    def listing(self) -> list[Listed]:
+        with self._lock:
+            items = list(self._data.items())
+        return [Listed(s, rev, gen, updated) for s, (rev, _, updated, gen) in items if not expired(updated, self.ttl)]
+
+    def load_many(self, sessions: Iterable[str]) -> list[Loaded]:
+        names = wanted(sessions)
+        with self._lock:
+            hits = [(s, self._data.get(s)) for s in names]
+        return [
+            loaded(Listed(s, hit[0], hit[3], hit[2]), hit[1])
+            for s, hit in hits
+            if hit is not None and not expired(hit[2], self.ttl)
+        ]
 
     def reset_hint(self, session: str) -> str:
         return f"reset it: store.delete({one_line(session, MAX_SESSION)!r})"

@@ -25,7 +25,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from looptrap.core.printable import one_line
@@ -35,6 +35,8 @@ from looptrap.stores.base import (
     AsyncStore,
     Change,
     Hint,
+    Listed,
+    Loaded,
     R,
     SessionInfo,
     Snapshot,
@@ -44,11 +46,13 @@ from looptrap.stores.base import (
     check_seconds,
     check_session,
     check_ttl,
+    loaded,
     new_gen,
     read_state,
     shown_session,
     unreadable,
     valid_session,
+    wanted,
     write_state,
 )
 from looptrap.stores.url import StoreURL, bool_option, parse, take_options, ttl_option
@@ -138,6 +142,7 @@ _ASK_FOR = 1.0  # seconds after handing a session on during which a writer asks 
 _STAGE_MS = 10_000  # a staged state the script did not take (a dropped connection) goes away after this
 _GIVE_UP = 10.0  # seconds of waiting before an update fails with StoreError
 _DONE, _WAIT, _AGAIN, _READ = 0, 1, 2, 3
+_CHUNK = 500  # keys per SCAN step and sessions per pipeline of a listing
 C = TypeVar("C", bound="_Connected")
 _PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _OURS = ("ttl", "prefix", "previews")  # looptrap's own URL options (open_store); the rest go to redis-py
@@ -447,9 +452,9 @@ class RedisStore(_Connected, Store):
         return bool(self._run(delete)[0])
 
     def sessions(self) -> Iterator[SessionInfo]:
-        keys = self._run(lambda: list(self._redis.scan_iter(match=self._pattern, count=500)))
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
+        keys = self._run(lambda: list(self._redis.scan_iter(match=self._pattern, count=_CHUNK)))
+        for i in range(0, len(keys), _CHUNK):
+            chunk = keys[i : i + _CHUNK]
 
             def fetch(chunk: list[Any] = chunk) -> Any:
                 pipe = self._redis.pipeline(transaction=False)
@@ -461,6 +466,49 @@ class RedisStore(_Connected, Store):
             got = self._run(fetch)
             for j, key in enumerate(chunk):
                 yield from _info(self._session_of(key), got[2 * j], got[2 * j + 1])
+
+    def listing(self) -> list[Listed]:
+        """See :meth:`Store.listing`: the record keys scanned, their ``rev``, ``gen`` and ``updated`` fields
+        read in pipelines (no state read)."""
+        keys = self._run(lambda: list(self._redis.scan_iter(match=self._pattern, count=_CHUNK)))
+        out = []
+        for i in range(0, len(keys), _CHUNK):
+            chunk = keys[i : i + _CHUNK]
+
+            def reads(pipe: Any, chunk: list[Any] = chunk) -> None:
+                for key in chunk:
+                    pipe.hmget(key, ["rev", "gen", "updated"])
+
+            got = self._pipelined(reads)
+            for key, fields in zip(chunk, got, strict=True):
+                listed = _listed(self._session_of(key), fields)
+                if listed is not None:
+                    out.append(listed)
+        return out
+
+    def load_many(self, sessions: Iterable[str]) -> list[Loaded]:
+        """See :meth:`Store.load_many`: the records and states of the sessions asked for, read in pipelines."""
+        names, out = wanted(sessions), []
+        for i in range(0, len(names), _CHUNK):
+            chunk = names[i : i + _CHUNK]
+
+            def reads(pipe: Any, chunk: list[str] = chunk) -> None:
+                for session in chunk:
+                    keys = self._keys_of(session)
+                    pipe.hmget(keys[0], ["rev", "gen", "updated", "state"])
+                    pipe.get(keys[1])
+
+            got = self._pipelined(reads)
+            for j, session in enumerate(chunk):
+                fields, data = got[2 * j], got[2 * j + 1]
+                bad = next((x for x in (fields, data) if isinstance(x, Exception)), None)
+                if bad is not None:
+                    out.append(Loaded(Listed(session, 0), None, f"unreadable record: {one_line(str(bad), 200)}"))
+                    continue
+                listed = _listed(session, fields[:3])
+                if listed is not None:  # the state in its data key, else in the record (written before data keys)
+                    out.append(loaded(listed, data if data is not None else fields[3]))
+        return out
 
     def close(self) -> None:
         """Hand on the turn of the session this store last wrote (if it kept it), and disconnect."""
@@ -510,6 +558,32 @@ class RedisStore(_Connected, Store):
             return fn(*args)
         except self._errors as exc:
             raise self._fail(exc) from exc
+
+    def _pipelined(self, build: Callable[[Any], object]) -> list[Any]:
+        """The replies of the commands ``build`` queues on a pipeline (an error as its exception, not raised)."""
+
+        def run() -> list[Any]:
+            pipe = self._redis.pipeline(transaction=False)
+            build(pipe)
+            return list(pipe.execute(raise_on_error=False))
+
+        return list(self._run(run))
+
+
+def _listed(session: str, fields: Any) -> Listed | None:
+    """A record's ``rev``, ``gen`` and ``updated`` fields as listed (``None``: the record is gone). A record
+    that cannot be read is listed all the same: :meth:`RedisStore.load_many` says what is wrong with it."""
+    if isinstance(fields, Exception):
+        return Listed(session, 0)
+    rev, gen, updated = fields
+    if rev is None and updated is None:
+        return None
+    try:
+        number = int(rev) if rev is not None else 0
+        when = float(updated) if updated is not None else None
+    except ValueError:
+        number, when = 0, None
+    return Listed(session, number, _text(gen) if gen is not None else "", when)
 
 
 def _info(session: str, fields: Any, data: Any) -> Iterator[SessionInfo]:

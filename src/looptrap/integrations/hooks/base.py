@@ -243,7 +243,6 @@ class HookRunner:
         self._engine: Any = None
         self._store: Any = None
         self._store_url = ""
-        self._file: tuple[int, int] | None = None  # the SQLite file the store wrote last: (device, inode)
 
     def answer(self, protocol: Protocol, stdin: bytes) -> Answer:
         """One event's answer. Never raises."""
@@ -275,30 +274,9 @@ class HookRunner:
         # the CLI has no report_blocked tool: advice tells the model to say so instead
         self._engine = Engine(settings.guard.replace(report_tool=None))
         self._store_url = self.store_url or self.env_store or settings.store or _default_store()
+        # (a long-lived runner, the resident server, keeps this store: a SQLite store opens the file now at
+        # its path when it was deleted or replaced, so no event goes to a file no other command sees)
         self._store = open_store(self._store_url)
-        self._file = None
-
-    def _sqlite_file(self) -> tuple[int, int] | None:
-        """The store's SQLite file as it is on disk now (``None``: another store, or no file)."""
-        path = getattr(self._store, "path", None)
-        if not isinstance(path, str) or path == ":memory:":
-            return None
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
-
-    def _reopen_if_replaced(self) -> None:
-        """A long-lived runner (the resident server) whose SQLite file was deleted or replaced since its
-        last event opens the file now at that path: otherwise it would go on reading and writing one that
-        no other command sees (``sessions list`` empty while a session stays halted)."""
-        if self._file is not None and self._sqlite_file() != self._file:
-            from looptrap.stores import open_store
-
-            self._store.close()
-            self._store = open_store(self._store_url)
-            self._file = None
 
     def _handle(self, protocol: Protocol, stdin: bytes) -> Answer:
         try:
@@ -312,12 +290,7 @@ class HookRunner:
             return protocol.allow
         if self._engine is None:
             self._prepare()
-        else:
-            self._reopen_if_replaced()
-        try:
-            return self._apply(protocol, event)
-        finally:
-            self._file = self._sqlite_file()
+        return self._apply(protocol, event)
 
     def _apply(self, protocol: Protocol, event: HookEvent) -> Answer:
         from looptrap.drivers.guard import Guard
