@@ -54,6 +54,15 @@ FLEET_SHARED = (
 )
 
 
+@pytest.fixture(autouse=True, params=["lists", "table"])
+def order_kept_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test both ways a session's calls are kept in order: in lists (an input of up to
+    ``FLAT_ABOVE`` bytes) and in a table that spills to disk (a larger one; here, any)."""
+    if request.param == "table":
+        monkeypatch.setattr(sql, "FLAT_ABOVE", 0)
+    return str(request.param)
+
+
 def both(path: Path) -> tuple[Report, Report]:
     """The analysis with the detectors, and the statistics alone."""
     return analyze([str(path)]), analyze([str(path)], AnalyzeOptions(detectors=False))
@@ -145,7 +154,9 @@ def _iso(ts: float) -> str:
         ("no seq", False, True),  # ordered by time; a signature's first call found by (n, ts)
     ],
 )
-def test_statistics_agree_on_an_awkward_log(tmp_path: Path, variant: str, exact: bool, by_key: bool) -> None:
+def test_statistics_agree_on_an_awkward_log(
+    tmp_path: Path, variant: str, exact: bool, by_key: bool, order_kept_in: str
+) -> None:
     events = awkward_log(seq=variant != "no seq", iso_times=variant == "iso times")
     if variant == "no seq":  # without a seq, a call without a time has no place in the order
         events = [e for e in events if "ts" in e or e["type"] != "tool_call"]
@@ -162,7 +173,8 @@ def test_statistics_agree_on_an_awkward_log(tmp_path: Path, variant: str, exact:
     try:
         st.sessions()
         assert st.exact is exact
-        assert st._first_by_key is by_key
+        assert st.flat is (order_kept_in == "table")
+        assert st._first_by_key is (by_key and not st.flat)  # a table finds first calls by (n, ts) always
     finally:
         st.close()
 

@@ -219,8 +219,10 @@ def _analyze_sources(
         )
     phase("computing the statistics (DuckDB)")
     imported = [s.path for s in sources if s.copied and s.fmt != "trace"]  # their records carry _n
+    report_tool = (opts.config or GuardConfig()).report_tool or "report_blocked"
+    read = partial(Statistics, calls_only=opts.detectors, numbered=imported, temp_dir=workdir, report_tool=report_tool)
     try:
-        stats = Statistics(files, calls_only=opts.detectors, numbered=imported, temp_dir=workdir)
+        stats = read(files)
     except TooLong:
         if workdir is None or all(s.copied for s in sources):
             raise
@@ -230,7 +232,7 @@ def _analyze_sources(
             if not src.copied:
                 sources[i] = copy_trace_source(src, os.path.join(workdir, f"trace-{i}.jsonl"), problems)
         files = [s.path for s in sources]
-        stats = Statistics(files, calls_only=opts.detectors, numbered=imported, temp_dir=workdir)
+        stats = read(files)
     try:
         top = stats.top_signatures(opts.top)
         if not opts.detectors:
@@ -284,7 +286,7 @@ def _statistics_only(
     """``--no-detectors``: the report from DuckDB alone."""
     events, _, bad = stats.totals()
     sessions = [_from_sql(row) for row in stats.sessions(opts.burst_seconds)]
-    needed = stats.needed((opts.config or GuardConfig()).report_tool or "report_blocked")
+    needed = stats.needed()
     for a in sessions:
         a.needed = needed.get(a.session, [])
     tools = stats.tools()

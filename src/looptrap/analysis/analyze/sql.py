@@ -2,7 +2,10 @@
 session, type, tool and arguments whose rows carry every number the report sums and, for calls, each
 call's order and time (a list per signature), so that nothing but one row per group is kept. Only the
 calls, four numbers each, are then sorted, in one window query for the order-dependent numbers (intervals,
-bursts, first calls); one row per session comes back to Python. The detector pass needs only the events per
+bursts, first calls); one row per session comes back to Python. A list is one aggregate state that DuckDB
+holds in memory whole, so an input over :data:`FLAT_ABOVE` bytes (where a runaway session of 10^8 calls may
+hide) keeps its calls' order in a table instead, from a second scan: the same numbers, every step a table
+or a sort that spills to disk past the memory budget. The detector pass needs only the events per
 session (to free each finished session) and the fleet's top signatures: the same scan, lighter.
 
 The scan reads each field with its type (a time as a number, ``seq`` as an integer), the fast way. A record
@@ -21,7 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from looptrap.analysis.analyze.session import BURST_SECONDS, interval_summary
+from looptrap.analysis.analyze.session import BURST_SECONDS, between, interval_summary, quantile_ranks
 from looptrap.core.redact import redact_text
 
 __all__ = ["MEMORY_LIMIT", "Statistics", "connect"]
@@ -82,7 +85,7 @@ _GROUPS = f"""
 CREATE TEMP TABLE g AS
 SELECT s, t, tool, a, bad, err, empty, count(*) AS events, min(n) AS first_n,
        sum(tokens) AS tokens, sum(cost) AS cost, bool_or(est) AS est, sum(att) AS attempts,
-       count(att) AS attempt_calls, list(struct_pack(n := n, ts := ts)) FILTER (WHERE t = 'tool_call') AS l
+       count(att) AS attempt_calls, list(struct_pack(n := n, ts := ts)) FILTER (WHERE {{listed}}) AS l
 FROM (
   SELECT s, t, tool, a, n, ts, bad,
          CASE WHEN t = 'tool_result' THEN coalesce(is_error, false) END AS err,
@@ -117,6 +120,16 @@ FROM (SELECT *, coalesce(_n, sq) AS n FROM (
          CASE WHEN strpos(CAST(seq AS VARCHAR), '.') = 0 AND strpos(CAST(seq AS VARCHAR), 'e') = 0
                    AND strpos(CAST(seq AS VARCHAR), 'E') = 0 THEN TRY_CAST(CAST(seq AS VARCHAR) AS BIGINT) END AS sq
   FROM {read}))
+"""
+
+# A large input (past FLAT_ABOVE bytes) keeps the order of its calls in a table of its own, read from a second
+# scan, rather than in lists: a list is one aggregate state, held in memory whole, where a table spills to
+# disk (a runaway session of 10^8 calls would hold 1.6 GB of pairs in one list). ``sig`` stands for the
+# row of ``g`` (the tool and its arguments in one session) by their 64-bit hash.
+_FLAT_CALLS = """
+CREATE TEMP TABLE c AS
+SELECT s, hash(tool, a) AS sig, n, ts FROM ({rows})
+WHERE t = 'tool_call' AND coalesce(NOT bad AND s <> '' AND tool <> '', false)
 """
 
 # The rows of ``g`` that are events (what the trace reader accepts), with the signature of their calls.
@@ -156,26 +169,48 @@ _FIRST_BY_KEY = {
 }
 _SID = "hash(s)"
 
+# The calls of the large-input way: the first call of a signature is the first in the session's order.
+_CALLS_FLAT = """
+SELECT ss.sid, ss.calls // 2 AS half, c.sig AS gid, c.n, c.ts,
+       row_number() OVER (PARTITION BY c.s, c.sig ORDER BY c.n NULLS LAST, c.ts NULLS LAST) = 1 AS first
+FROM c JOIN ss USING (s)
+"""
+
 # The order-dependent numbers, from one window over each session's calls: a gap is from the last call before
 # with a time (``t1``; ``t2`` the one before that), a call is in a burst when it repeats the call just before
-# it within the burst window, and a signature is new in the second half when its first call is. ``firsts``
-# and ``unnumbered`` tell whether the cheap way of finding first calls was right.
+# it within the burst window, and a signature is new in the second half when its first call is.
+_ORDER_ROWS = """
+SELECT sid, half, first, n, k, ts - t1 AS gap, coalesce(g1 = gid AND ts - t1 BETWEEN 0 AND $1, false) AS inb,
+       g2 = g1 AND p1 - t2 BETWEEN 0 AND $1 AS prev_inb
+FROM (
+  SELECT sid, half, gid, first, n, ts, row_number() OVER o AS k, lag(gid) OVER o AS g1, lag(gid, 2) OVER o AS g2,
+         lag(ts) OVER o AS p1, lag(ts IGNORE NULLS) OVER o AS t1, lag(ts, 2 IGNORE NULLS) OVER o AS t2
+  FROM ({calls}) WINDOW o AS (PARTITION BY sid ORDER BY n NULLS LAST, ts NULLS LAST))
+"""
+# Per session, from those rows. ``firsts`` and ``unnumbered`` tell whether the cheap way of finding first
+# calls was right. ``{quantiles}``: in memory (``quantile_cont`` holds a session's gaps whole), or NULL when
+# they are taken from the sorted gaps (_GAP_RANKS).
 _ORDERED = """
-SELECT sid, count(gap) FILTER (WHERE gap >= 0) AS ngap,
-       quantile_cont(gap, [0.1, 0.5, 0.9]) FILTER (WHERE gap >= 0) AS q,
+SELECT sid, count(gap) FILTER (WHERE gap >= 0) AS ngap, {quantiles} AS q,
        count(*) FILTER (WHERE inb AND NOT coalesce(prev_inb, false)) AS bursts,
        count(*) FILTER (WHERE inb) AS inb_calls,
        count(*) FILTER (WHERE first AND k > half) AS new2,
        count(*) FILTER (WHERE first) AS firsts, count(*) FILTER (WHERE n IS NULL) AS unnumbered
-FROM (
-  SELECT sid, half, first, n, k, ts - t1 AS gap, coalesce(g1 = gid AND ts - t1 BETWEEN 0 AND $1, false) AS inb,
-         g2 = g1 AND p1 - t2 BETWEEN 0 AND $1 AS prev_inb
-  FROM (
-    SELECT sid, half, gid, first, n, ts, row_number() OVER o AS k, lag(gid) OVER o AS g1, lag(gid, 2) OVER o AS g2,
-           lag(ts) OVER o AS p1, lag(ts IGNORE NULLS) OVER o AS t1, lag(ts, 2 IGNORE NULLS) OVER o AS t2
-    FROM ({calls}) WINDOW o AS (PARTITION BY sid ORDER BY n NULLS LAST, ts NULLS LAST)))
+FROM ({rows})
 GROUP BY sid
 """
+_IN_MEMORY = "quantile_cont(gap, [0.1, 0.5, 0.9]) FILTER (WHERE gap >= 0)"
+# The large-input way to the quantiles: each session's gaps sorted (a sort spills), and only the values at
+# the ranks each quantile interpolates between kept (a rank either side too: the ranks are found again in
+# Python, which must see the same ones).
+_GAP_RANKS = """
+SELECT sid, m, r, gap FROM (
+  SELECT sid, gap, row_number() OVER (PARTITION BY sid ORDER BY gap) - 1 AS r, count(*) OVER (PARTITION BY sid) AS m
+  FROM o WHERE gap >= 0)
+WHERE {near}
+"""
+_QS = (0.1, 0.5, 0.9)
+_NEAR = " OR ".join(f"abs(r - floor((m - 1) * {q}::DOUBLE)) <= 2" for q in _QS)
 _PER_SESSION = """
 SELECT ss.s, coalesce(ss.calls, 0), ss.distinct_calls, coalesce(o.new2, 0), o.ngap, o.q, coalesce(o.bursts, 0),
        coalesce(o.inb_calls, 0), coalesce(ss.tokens, 0), coalesce(ss.cost, 0), ss.first_n,
@@ -197,6 +232,10 @@ _TOP = """
 SELECT tool, sig, sum(events) AS calls, count(*) AS sessions, max(events) AS max_in_session
 FROM gv WHERE ok AND t = 'tool_call' GROUP BY tool, sig ORDER BY calls DESC, tool, sig LIMIT ?
 """
+
+
+#: Inputs over this many bytes keep their calls' order in a table rather than in lists (see _FLAT_CALLS).
+FLAT_ABOVE = 512 << 20
 
 
 class TooLong(ValueError):
@@ -247,7 +286,9 @@ def _typed_read_fits(path: str) -> bool:
 class Statistics:
     """The statistics of a set of plain trace files, computed in DuckDB. ``numbered``: those of ``files``
     written by an importer (their records carry ``_n``, the order to read them in). ``calls_only``: only
-    what the detector pass needs (:meth:`counts`, :meth:`top_signatures`, :meth:`totals`)."""
+    what the detector pass needs (:meth:`counts`, :meth:`top_signatures`, :meth:`totals`).
+    ``report_tool``: the tool whose calls :meth:`needed` reads. ``flat_above``: past this many bytes of
+    input, the calls' order is kept in a table that spills to disk (a second scan) rather than in lists."""
 
     def __init__(
         self,
@@ -257,10 +298,18 @@ class Statistics:
         calls_only: bool = False,
         numbered: Sequence[str] = (),
         temp_dir: str | None = None,
+        report_tool: str = "report_blocked",
+        flat_above: int | None = None,
     ) -> None:
-        self.files = files
+        self.files, self.report_tool = files, report_tool
         self.con = connect(threads, temp_dir)
-        self._groups = _GROUPS_LIGHT if calls_only else _GROUPS
+        limit = FLAT_ABOVE if flat_above is None else flat_above
+        #: Whether the calls' order is kept in a table (a large input) rather than in lists.
+        self.flat = not calls_only and sum(os.path.getsize(f) for f in files) > limit
+        listed = "t = 'tool_call'"
+        if self.flat:  # lists only for the calls needed() reads
+            listed += " AND tool = '" + report_tool.replace("'", "''") + "'"
+        self._groups = _GROUPS_LIGHT if calls_only else _GROUPS.replace("{listed}", listed)
         self._first_by_key = False  # how sessions() found first calls
         mark = set(numbered)
         parts = [[f for f in files if f not in mark], [f for f in files if f in mark]]
@@ -272,27 +321,36 @@ class Statistics:
             self._scan(parts, strict=False)
         self.con.execute(_VIEW)
 
+    def _rows(self, parts: list[list[str]], *, strict: bool, size: int) -> tuple[str, list[list[str]]]:
+        """The query of every record's row (see ``_GROUPS``), and its parameters."""
+        rows: list[str] = []
+        params: list[list[str]] = []
+        for numbered, files in enumerate(parts):
+            if not files:
+                continue
+            columns = _FIELDS + (_TYPED if strict else _TEXT) + (_NUMBERED if numbered else "")
+            typed_n = "coalesce(_n, seq)" if numbered else "seq"  # the exact read takes seq in _ROWS_TEXT
+            n = typed_n if strict else ("_n" if numbered else "NULL::BIGINT")
+            read = _read(columns, strict=strict, size=size)
+            rows.append((_ROWS_TYPED if strict else _ROWS_TEXT).format(n=n, read=read))
+            params.append(files)
+        return " UNION ALL ".join(rows), params
+
     def _scan(self, parts: list[list[str]], *, strict: bool) -> bool:
-        """Build ``g``; ``False`` when a record does not convert in the ``strict`` (typed) read."""
+        """Build ``g`` (and ``c``, for a large input); ``False`` when a record does not convert in the
+        ``strict`` (typed) read."""
         import duckdb
 
         for size in _OBJECT_SIZES:
-            rows: list[str] = []
-            params: list[list[str]] = []
-            for numbered, files in enumerate(parts):
-                if not files:
-                    continue
-                columns = _FIELDS + (_TYPED if strict else _TEXT) + (_NUMBERED if numbered else "")
-                typed_n = "coalesce(_n, seq)" if numbered else "seq"  # the exact read takes seq in _ROWS_TEXT
-                n = typed_n if strict else ("_n" if numbered else "NULL::BIGINT")
-                read = _read(columns, strict=strict, size=size)
-                rows.append((_ROWS_TYPED if strict else _ROWS_TEXT).format(n=n, read=read))
-                params.append(files)
+            rows, params = self._rows(parts, strict=strict, size=size)
             try:
-                self.con.execute(self._groups.replace("{rows}", " UNION ALL ".join(rows)), params)
+                self.con.execute(self._groups.replace("{rows}", rows), params)
+                if self.flat:  # the same read, which converted every record
+                    self.con.execute(_FLAT_CALLS.replace("{rows}", rows), params)
                 return True
             except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
                 self.con.execute("DROP TABLE IF EXISTS g")
+                self.con.execute("DROP TABLE IF EXISTS c")
                 if "maximum_object_size" in str(exc):
                     if size != _OBJECT_SIZES[-1]:
                         continue  # a longer record than the first buffers hold: larger ones
@@ -326,15 +384,15 @@ class Statistics:
         ).fetchone()
         return int(ev), int(calls), int(nbad)
 
-    def needed(self, report_tool: str) -> dict[str, list[str]]:
-        """Per session, the ``needed`` texts of its ``report_blocked`` calls, in call order."""
+    def needed(self) -> dict[str, list[str]]:
+        """Per session, the ``needed`` texts of its calls of the report tool, in call order."""
         from looptrap.core.printable import one_line
 
         out: dict[str, list[str]] = {}
         rows = self.con.execute(
             "SELECT s, text FROM (SELECT s, json_extract_string(a, '$.needed') AS text, unnest(l) AS x FROM gv "
             "WHERE ok AND t = 'tool_call' AND tool = ?) WHERE text <> '' ORDER BY s, x.n NULLS LAST, x.ts NULLS LAST",
-            [report_tool],
+            [self.report_tool],
         ).fetchall()
         for s, text in rows:
             got = out.setdefault(str(s), [])
@@ -348,8 +406,29 @@ class Statistics:
         return {str(t): [int(c), int(s), int(r), int(e), int(m)] for t, c, s, r, e, m in rows}
 
     def _per_session(self, burst_seconds: float, first: dict[str, str]) -> list[Any]:
-        ordered = _ORDERED.format(calls=_CALLS.format(**first))
+        rows = _ORDER_ROWS.format(calls=_CALLS.format(**first))
+        ordered = _ORDERED.format(quantiles=_IN_MEMORY, rows=rows)
         return list(self.con.execute(_PER_SESSION.format(ordered=ordered), [burst_seconds]).fetchall())
+
+    def _per_session_flat(self, burst_seconds: float) -> list[Any]:
+        """As :meth:`_per_session`, for a large input: every step a table or a sort that spills to disk,
+        nothing that holds a session's calls in memory."""
+        con = self.con
+        con.execute("DROP TABLE IF EXISTS o")
+        con.execute(f"CREATE TEMP TABLE o AS {_ORDER_ROWS.format(calls=_CALLS_FLAT)}", [burst_seconds])
+        ordered = _ORDERED.format(quantiles="NULL::DOUBLE[]", rows="SELECT * FROM o")
+        rows = [list(r) for r in con.execute(_PER_SESSION.format(ordered=ordered)).fetchall()]
+        ranks: dict[Any, tuple[int, dict[int, float]]] = {}  # per session: its gaps, and those near the ranks
+        for sid, m, r, gap in con.execute(_GAP_RANKS.format(near=_NEAR)).fetchall():
+            ranks.setdefault(sid, (int(m), {}))[1][int(r)] = float(gap)
+        sid_of = dict(con.execute("SELECT s, sid FROM ss").fetchall())
+        for row in rows:
+            got = ranks.get(sid_of[row[0]])
+            if got is not None:
+                m, at = got
+                row[5] = [between(at[lo], at[hi], frac) for lo, hi, frac in (quantile_ranks(m, q) for q in _QS)]
+        con.execute("DROP TABLE o")
+        return rows
 
     def sessions(self, burst_seconds: float = BURST_SECONDS) -> list[dict[str, Any]]:
         """Per session, in order of their first event: calls, distinct calls, new calls in the second half,
@@ -360,12 +439,15 @@ class Statistics:
         if con.execute("SELECT count(DISTINCT sid) <> count(*) FROM ss").fetchone()[0]:  # two names, one hash
             con.execute("DROP TABLE ss")
             con.execute(_SESSIONS.format(sid="row_number() OVER (ORDER BY s)"))
-        unnumbered = con.execute("SELECT count(*) FROM gv WHERE ok AND t = 'tool_call' AND first_n IS NULL").fetchone()
-        self._first_by_key = bool(unnumbered[0])
-        rows = self._per_session(burst_seconds, _FIRST_BY_KEY if self._first_by_key else _FIRST_BY_N)
-        if not self._first_by_key and not all(r[13] for r in rows):  # two calls at a signature's first n
-            self._first_by_key = True
-            rows = self._per_session(burst_seconds, _FIRST_BY_KEY)
+        if self.flat:
+            rows = self._per_session_flat(burst_seconds)
+        else:
+            unnumbered = "SELECT count(*) FROM gv WHERE ok AND t = 'tool_call' AND first_n IS NULL"
+            self._first_by_key = bool(con.execute(unnumbered).fetchone()[0])
+            rows = self._per_session(burst_seconds, _FIRST_BY_KEY if self._first_by_key else _FIRST_BY_N)
+            if not self._first_by_key and not all(r[13] for r in rows):  # two calls at a signature's first n
+                self._first_by_key = True
+                rows = self._per_session(burst_seconds, _FIRST_BY_KEY)
         out = []
         for s, calls, distinct, new2, ngap, qs, bursts, inb, tokens, cost, first_n, att, att_calls, _, est in rows:
             out.append(
