@@ -8,6 +8,9 @@
 3. Memory: one session fed a pathological loop (state size and traced memory must plateau), and many
    short sessions side by side.
 4. ``looptrap replay FILE --json --jobs 2`` on a synthetic trace (real CLI, as a subprocess): events/s, peak RSS.
+5. Huge payloads: arguments and results of 1 MiB and 5 MiB through ``Guard()`` (a file written, read back,
+   searched for twice, a failed fetch), and a shell command of 5 MiB classified, beside the floor of
+   encoding and hashing the same payloads once each (orjson + xxh3): the cost must stay linear in the size.
 
 ``--quick`` scales the memory runs and the trace down 10x and takes fewer timing repeats.
 This is a benchmark, not a test: it only asserts what would make its numbers meaningless.
@@ -685,6 +688,67 @@ def bench_replay(events: int, sessions: int) -> list[Row]:
 
 
 # -- output ---------------------------------------------------------------------------------------------
+def _huge_calls(size: int) -> list[tuple[str, dict[str, Any], Any, bool]]:
+    payload = "A" * size
+    return [
+        ("write_file", {"path": "big.txt", "content": payload}, "ok", False),
+        ("read_file", {"path": "big.txt"}, payload, False),
+        ("read_file", {"path": "big.txt", "raw": True}, {"content": payload}, False),
+        ("search", {"q": payload}, payload, False),
+        ("search", {"q": payload}, payload, False),
+        ("fetch", {"url": "x"}, payload, True),
+    ]
+
+
+def _time_huge_guard(calls: list[tuple[str, dict[str, Any], Any, bool]]) -> int:
+    from looptrap import Guard
+
+    guard = Guard(clock=None)
+    t0 = time.perf_counter_ns()
+    for tool, args, result, failed in calls:
+        if guard.check(tool, args).allowed:
+            guard.record(tool, args, result, is_error=failed)
+    return time.perf_counter_ns() - t0
+
+
+def _time_huge_floor(calls: list[tuple[str, dict[str, Any], Any, bool]]) -> int:
+    t0 = time.perf_counter_ns()
+    for _, args, result, _ in calls:
+        xxhash.xxh3_64_intdigest(orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+        xxhash.xxh3_64_intdigest(orjson.dumps(result))
+    return time.perf_counter_ns() - t0
+
+
+def bench_huge_payloads(repeats: int) -> list[Row]:
+    """Check + record of payloads of 1 and 5 MiB, interleaved with the floor; medians of ``repeats`` runs."""
+    rows: list[Row] = [("**5. Huge payloads**", "", f"6 guarded calls of each size; median of {repeats} runs")]
+    medians = {}
+    for size in (1 << 20, 5 << 20):
+        calls = _huge_calls(size)
+        guard_ns, floor_ns = [], []
+        for _ in range(repeats):
+            guard_ns.append(_time_huge_guard(calls))
+            floor_ns.append(_time_huge_floor(calls))
+        g, f = statistics.median(guard_ns), statistics.median(floor_ns)
+        medians[size] = g
+        rows.append(
+            (
+                f"{size >> 20} MiB arguments and results",
+                f"{g / 1e6:.1f} ms",
+                f"{g / f:.1f}x the floor ({f / 1e6:.1f} ms)",
+            )
+        )
+    rows.append(("5 MiB / 1 MiB", f"{medians[5 << 20] / medians[1 << 20]:.1f}x", "5.0x is linear"))
+    command = {"command": "echo " + "x" * (5 << 20)}
+    shell = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        Engine().call("bash", command)
+        shell.append(time.perf_counter_ns() - t0)
+    rows.append(("a 5 MiB shell command classified (`engine.call`)", f"{statistics.median(shell) / 1e6:.1f} ms", ""))
+    return rows
+
+
 def git_revision() -> str:
     """The checkout measured (``git describe --dirty``), or "" outside a git checkout."""
     try:
@@ -736,6 +800,7 @@ def main() -> int:
     rows += bench_many_sessions(10_000 // scale, 50, healthy_workload(5_000, seed=2))
     rows += bench_guard_without_end_turn(200_000 // scale)
     rows += bench_replay(1_000_000 // scale, 1_000)
+    rows += bench_huge_payloads(3 if opts.quick else 9)
 
     print(f"Command: `{command_line()}` ({time.perf_counter() - started:.0f} s in all)")
     print(f"Environment: {environment(rev)}")

@@ -118,6 +118,24 @@ def test_metrics_and_span_events_follow_the_genai_conventions() -> None:
     tracers.shutdown()
 
 
+def test_tools_listed_keep_made_up_names_out_of_the_tool_slots() -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    metrics = OTelMetrics(meters, max_tools=3)
+    guard = Guard(observers=[metrics])
+    for tool in ("no_such_tool", "search"):
+        guard.check(tool, {})
+        guard.record(tool, {}, "ok")
+    metrics.tools_listed(["search", "read_file", "write_file"])
+    for tool in ("made_up_2", "made_up_3", "no_such_tool", "read_file", "write_file"):
+        guard.check(tool, {"n": 1})
+        guard.record(tool, {"n": 1}, "ok")
+    by_tool = {p.attributes["gen_ai.tool.name"]: p.value for p in points(reader)["looptrap.tool_calls"]}
+    # the made-up names took no slot from the real tools; the first one keeps what it counted before the list
+    assert by_tool == {"no_such_tool": 1, "search": 1, "read_file": 1, "write_file": 1, "other": 3}
+    meters.shutdown()
+
+
 def test_no_span_no_error_and_tool_names_bounded() -> None:
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])

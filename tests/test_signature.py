@@ -10,7 +10,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 import unicodedata
 import uuid
 from collections.abc import Callable
@@ -619,11 +618,11 @@ def test_the_bound_of_work_counts_every_item_visited() -> None:
 FIVE_MB = 5 * 1024 * 1024
 
 
-def test_huge_argument_and_result_are_fast_and_not_kept() -> None:
+def test_huge_argument_and_result_are_not_kept() -> None:
+    """(What they cost, linear in their size: benchmarks/overhead.py, part 5.)"""
     payload = "A" * FIVE_MB
     other = "A" * (FIVE_MB - 1) + "B"
     guard = Guard(clock=None)
-    start = time.perf_counter()
     for tool, args, result in [
         ("write_file", {"path": "big.txt", "content": payload}, "ok"),
         ("read_file", {"path": "big.txt"}, payload),
@@ -635,19 +634,16 @@ def test_huge_argument_and_result_are_fast_and_not_kept() -> None:
         if verdict.allowed:
             guard.record(tool, args, result)
     guard.record("fetch", {"url": "x"}, payload, is_error=True)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"5 MB payloads took {elapsed:.2f} s"
+    assert guard.state.calls == 6  # each counted, the fetch recorded without a check too
     assert sig({"q": payload}) != sig({"q": other})
     saved = orjson.dumps(guard.state.to_dict())
     assert len(saved) < 20_000
     assert b"A" * 200 not in saved
 
 
-def test_huge_shell_command_is_classified_quickly() -> None:
+def test_huge_shell_command_is_classified() -> None:
     engine = Engine()
-    start = time.perf_counter()
     call = engine.call("bash", {"command": "echo " + "x" * FIVE_MB})
-    assert time.perf_counter() - start < 3.0
     assert call.mutating is False
     assert len(call.preview) < 200
 

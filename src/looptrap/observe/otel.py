@@ -113,6 +113,13 @@ class OTelMetrics(Observer):
         if self.spans and verdict.action != "allow":
             _on_span(tool, verdict)
 
+    def tools_listed(self, names: Iterable[str]) -> None:
+        """The tools that exist (an MCP server's ``tools/list``; called again, the lists add up): from now on
+        only these have a tool name of their own; a name that took one of the ``max_tools`` slots without
+        being listed is counted as ``other`` from now on. (What was exported under it stays: an OpenTelemetry
+        counter cannot take back what it counted.)"""
+        self._tool.only(names)
+
     def on_store_error(self, session: str, error: str) -> None:
         self.store_errors.add(1)
 
