@@ -685,25 +685,14 @@ def _rhythm_loop(st: _Stats) -> dict[str, Any] | None:
     }
 
 
-def quantile_ranks(n: int, q: float) -> tuple[int, int, float]:
-    """Where the ``q`` quantile of ``n`` sorted values lies: the ranks (from 0) of the two closest values and
-    how far between them, for linear interpolation (DuckDB's ``quantile_cont``)."""
-    pos = (n - 1) * q
-    lo = int(pos)
-    return lo, min(lo + 1, n - 1), pos - lo
-
-
-def between(lo: float, hi: float, frac: float) -> float:
-    """The value ``frac`` of the way from ``lo`` to ``hi``."""
-    return lo + (hi - lo) * frac
-
-
 def _quantile(sorted_values: list[float], q: float) -> float:
     """Linear interpolation between the closest ranks (DuckDB's ``quantile_cont``)."""
     if not sorted_values:
         return 0.0
-    lo, hi, frac = quantile_ranks(len(sorted_values), q)
-    return between(sorted_values[lo], sorted_values[hi], frac)
+    pos = (len(sorted_values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def _interval_stats(values: array[float], n: int) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from looptrap.analysis.analyze.session import BURST_SECONDS, between, interval_summary, quantile_ranks
+from looptrap.analysis.analyze.session import BURST_SECONDS, interval_summary
 from looptrap.core.redact import redact_text
 
 __all__ = ["MEMORY_LIMIT", "Statistics", "connect"]
@@ -200,17 +200,23 @@ FROM ({rows})
 GROUP BY sid
 """
 _IN_MEMORY = "quantile_cont(gap, [0.1, 0.5, 0.9]) FILTER (WHERE gap >= 0)"
+
+
 # The large-input way to the quantiles: each session's gaps sorted (a sort spills), and only the values at
-# the ranks each quantile interpolates between kept (a rank either side too: the ranks are found again in
-# Python, which must see the same ones).
-_GAP_RANKS = """
-SELECT sid, m, r, gap FROM (
+# the ranks each quantile interpolates between read (``quantile_cont``'s rule, as the detector pass applies it).
+def _at(q: float) -> str:
+    pos = f"((m - 1) * {q}::DOUBLE)"
+    lo = f"max(gap) FILTER (WHERE r = floor({pos}))"
+    hi = f"max(gap) FILTER (WHERE r = least(floor({pos}) + 1, m - 1))"
+    return f"{lo} + ({hi} - {lo}) * ({pos} - floor({pos}))"
+
+
+_GAP_QUANTILES = f"""
+SELECT sid, [{_at(0.1)}, {_at(0.5)}, {_at(0.9)}] AS q FROM (
   SELECT sid, gap, row_number() OVER (PARTITION BY sid ORDER BY gap) - 1 AS r, count(*) OVER (PARTITION BY sid) AS m
   FROM o WHERE gap >= 0)
-WHERE {near}
+GROUP BY sid, m
 """
-_QS = (0.1, 0.5, 0.9)
-_NEAR = " OR ".join(f"abs(r - floor((m - 1) * {q}::DOUBLE)) <= 2" for q in _QS)
 _PER_SESSION = """
 SELECT ss.s, coalesce(ss.calls, 0), ss.distinct_calls, coalesce(o.new2, 0), o.ngap, o.q, coalesce(o.bursts, 0),
        coalesce(o.inb_calls, 0), coalesce(ss.tokens, 0), coalesce(ss.cost, 0), ss.first_n,
@@ -416,17 +422,9 @@ class Statistics:
         con = self.con
         con.execute("DROP TABLE IF EXISTS o")
         con.execute(f"CREATE TEMP TABLE o AS {_ORDER_ROWS.format(calls=_CALLS_FLAT)}", [burst_seconds])
-        ordered = _ORDERED.format(quantiles="NULL::DOUBLE[]", rows="SELECT * FROM o")
-        rows = [list(r) for r in con.execute(_PER_SESSION.format(ordered=ordered)).fetchall()]
-        ranks: dict[Any, tuple[int, dict[int, float]]] = {}  # per session: its gaps, and those near the ranks
-        for sid, m, r, gap in con.execute(_GAP_RANKS.format(near=_NEAR)).fetchall():
-            ranks.setdefault(sid, (int(m), {}))[1][int(r)] = float(gap)
-        sid_of = dict(con.execute("SELECT s, sid FROM ss").fetchall())
-        for row in rows:
-            got = ranks.get(sid_of[row[0]])
-            if got is not None:
-                m, at = got
-                row[5] = [between(at[lo], at[hi], frac) for lo, hi, frac in (quantile_ranks(m, q) for q in _QS)]
+        ordered = _ORDERED.format(quantiles="NULL", rows="SELECT * FROM o")
+        ordered = f"SELECT a.* EXCLUDE (q), gq.q FROM ({ordered}) a LEFT JOIN ({_GAP_QUANTILES}) gq USING (sid)"
+        rows = list(con.execute(_PER_SESSION.format(ordered=ordered)).fetchall())
         con.execute("DROP TABLE o")
         return rows
 
