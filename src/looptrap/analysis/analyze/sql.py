@@ -189,7 +189,7 @@ FROM (
 """
 # Per session, from those rows. ``firsts`` and ``unnumbered`` tell whether the cheap way of finding first
 # calls was right. ``{quantiles}``: in memory (``quantile_cont`` holds a session's gaps whole), or NULL when
-# they are taken from the sorted gaps (_GAP_RANKS).
+# they are taken from the sorted gaps (_GAP_QUANTILES).
 _ORDERED = """
 SELECT sid, count(gap) FILTER (WHERE gap >= 0) AS ngap, {quantiles} AS q,
        count(*) FILTER (WHERE inb AND NOT coalesce(prev_inb, false)) AS bursts,
