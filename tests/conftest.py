@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,16 @@ def need(what: str, available: bool, extra: str | None = None) -> None:
         if IN_CI and (not separate or extra in os.environ.get("LOOPTRAP_EXTRAS", "").split(",")):
             pytest.fail(f"{what} is required in CI")
         pytest.skip(f"{what} is not installed", allow_module_level=True)
+
+
+def read_clean(path: Path, fmt: str) -> list[dict[str, Any]]:
+    """The records an importer reads from ``path`` in format ``fmt``, none of them skipped."""
+    from looptrap.analysis.analyze import ImportOptions, Problems, read_records
+
+    problems = Problems()
+    out = list(read_records(str(path), fmt, str(path), problems, ImportOptions()))
+    assert problems.count == 0, problems.first
+    return out
 
 
 def token_price(model: str, given: int, read: int, write: int, out: int) -> float:

@@ -9,17 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from conftest import need
+from conftest import read_clean as records
 from conftest import token_price as price
-from looptrap.analysis.analyze import ImportOptions, Problems, read_records
 
 need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
-
-
-def records(path: Path, fmt: str) -> list[dict[str, Any]]:
-    problems = Problems()
-    out = list(read_records(str(path), fmt, str(path), problems, ImportOptions()))
-    assert problems.count == 0, problems.first
-    return out
 
 
 def _call(cid: str, q: str) -> dict[str, Any]:

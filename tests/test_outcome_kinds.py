@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import need
+from conftest import read_clean as records
 from looptrap.reading.outcome_kinds import claude_code_kind, codex_kind, crewai_kind, gemini_kind, refusal_words
 
 DATA = Path(__file__).resolve().parent / "data" / "analyze"
@@ -92,14 +93,6 @@ def test_crewai_kind() -> None:
 need("the analyze extra (pip install 'looptrap[analyze]')", importlib.util.find_spec("duckdb") is not None)
 
 from looptrap.analysis import iter_events, replay  # noqa: E402
-from looptrap.analysis.analyze import ImportOptions, Problems, read_records  # noqa: E402
-
-
-def records(path: Path, fmt: str) -> list[dict[str, Any]]:
-    problems = Problems()
-    out = list(read_records(str(path), fmt, str(path), problems, ImportOptions()))
-    assert problems.count == 0, problems.first
-    return out
 
 
 def test_claude_code_batch_cancellations_refusals_and_interrupts() -> None:
